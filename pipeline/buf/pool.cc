@@ -1,0 +1,241 @@
+#include "pipeline/buf/pool.hh"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+namespace rawpipe {
+namespace {
+
+constexpr std::size_t kHugePage = 2u << 20;
+constexpr std::uint32_t kMaxCacheSize = 256;
+
+std::mutex g_ids_mu;
+std::array<bool, Pool::kMaxPools> g_ids_used{};
+
+// Per-thread cache pointers, indexed by pool id. Set by attach_thread on the owning thread only.
+thread_local std::array<PoolCache*, Pool::kMaxPools> t_caches{};
+
+}  // namespace
+
+Result<std::unique_ptr<Pool>> Pool::create(const PoolConfig& config) {
+  if (config.count == 0) return Status::errorf("pool '{}': count must be at least 1", config.name);
+  if (!is_power_of_two(config.buf_size) || config.buf_size < 512 || config.buf_size > 65536)
+    return Status::errorf("pool '{}': buf_size {} must be a power of two from 512 to 65536 (AF_XDP frames need it)",
+                          config.name, config.buf_size);
+  if (config.headroom + kMbufHeaderSize + 64 > config.buf_size)
+    return Status::errorf("pool '{}': headroom {} leaves less than 64 data bytes in a {}-byte buffer",
+                          config.name, config.headroom, config.buf_size);
+  if (config.cache_size > kMaxCacheSize)
+    return Status::errorf("pool '{}': cache_size {} is above the maximum of {}", config.name,
+                          config.cache_size, kMaxCacheSize);
+  if (config.count > (1u << 30))
+    return Status::errorf("pool '{}': count {} is above 2^30", config.name, config.count);
+
+  std::unique_ptr<Pool> pool(new Pool());
+  pool->name_ = config.name;
+  pool->count_ = config.count;
+  pool->buf_size_ = config.buf_size;
+  pool->headroom_ = config.headroom;
+  pool->cache_size_ = config.cache_size;
+  pool->provider_ = config.provider;
+
+  {
+    std::lock_guard lock(g_ids_mu);
+    unsigned id = 0;
+    while (id < kMaxPools && g_ids_used[id]) ++id;
+    if (id == kMaxPools) return Status::errorf("pool '{}': more than {} pools exist", config.name, kMaxPools);
+    g_ids_used[id] = true;
+    pool->id_ = static_cast<std::uint16_t>(id);
+  }
+
+  const std::size_t bytes = std::size_t(config.count) * config.buf_size;
+  const double mib = double(bytes) / double(1u << 20);
+  if (config.provider.alloc) {
+    void* mem = config.provider.alloc(bytes, config.provider.ctx);
+    if (!mem)
+      return Status::errorf("pool '{}': the application's allocator returned no memory for {} bytes",
+                            config.name, bytes);
+    if (reinterpret_cast<std::uintptr_t>(mem) % 4096 != 0) {
+      config.provider.free(mem, config.provider.ctx);
+      return Status::errorf("pool '{}': the application's allocator returned memory not aligned to 4096 bytes",
+                            config.name);
+    }
+    pool->region_ = static_cast<std::uint8_t*>(mem);
+    pool->region_bytes_ = bytes;
+    pool->memory_notice_ = fmt::format("pool {}: {:.1f} MiB from the application's allocator", config.name, mib);
+  } else {
+    void* mem = MAP_FAILED;
+    std::size_t huge_bytes = align_up(bytes, kHugePage);
+    if (config.huge_pages != HugePages::kNever) {
+      mem = mmap(nullptr, huge_bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
+    }
+    if (mem != MAP_FAILED) {
+      pool->region_bytes_ = huge_bytes;
+      pool->on_hugepages_ = true;
+      pool->memory_notice_ = fmt::format("pool {}: {:.1f} MiB on 2 MiB hugepages", config.name, mib);
+    } else {
+      int huge_errno = errno;
+      if (config.huge_pages == HugePages::kRequire)
+        return Status::errorf("pool '{}': {:.1f} MiB of 2 MiB hugepages are not available ({}); reserve them with "
+                              "'echo {} > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages' or set huge_pages = \"auto\"",
+                              config.name, mib, std::strerror(huge_errno), huge_bytes / kHugePage);
+      mem = mmap(nullptr, huge_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (mem == MAP_FAILED)
+        return Status::errorf("pool '{}': cannot map {} bytes: {}", config.name, huge_bytes, std::strerror(errno));
+      // Best effort: without THP the pool still works, only with more TLB misses.
+      (void)madvise(mem, huge_bytes, MADV_HUGEPAGE);
+      pool->region_bytes_ = huge_bytes;
+      pool->memory_notice_ = fmt::format(
+          "pool {}: {:.1f} MiB of anonymous memory advised for transparent huge pages (no 2 MiB hugepages reserved)",
+          config.name, mib);
+    }
+    pool->mapped_ = true;
+    pool->region_ = static_cast<std::uint8_t*>(mem);
+  }
+
+  auto ring = MpmcRing<Mbuf*>::create(static_cast<std::uint32_t>(std::bit_ceil(config.count)));
+  if (!ring) return ring.status().context(fmt::format("pool '{}'", config.name));
+  pool->free_ = std::move(ring).value();
+
+  Mbuf& t = pool->line0_template_;
+  std::memset(static_cast<void*>(&t), 0, sizeof(t));
+  t.pool = pool.get();
+  t.data_off = kMbufHeaderSize + config.headroom;
+  t.endpoint = Mbuf::kNoEndpoint;
+
+  // Writing every header also faults in every page, so the data path never takes a page fault.
+  std::vector<Mbuf*> all(config.count);
+  for (std::uint32_t i = 0; i < config.count; ++i) {
+    Mbuf* m = pool->at(i);
+    std::memset(static_cast<void*>(m), 0, sizeof(Mbuf));
+    m->pool = pool.get();
+    m->index = i;
+    m->buf_len = config.buf_size;
+    all[i] = m;
+  }
+  if (!pool->free_->enqueue_bulk(all.data(), config.count))
+    return Status::errorf("pool '{}': internal error filling the free list", config.name);
+  return pool;
+}
+
+Pool::~Pool() {
+  {
+    std::lock_guard lock(caches_mu_);
+    caches_.clear();
+  }
+  if (region_) {
+    if (mapped_)
+      munmap(region_, region_bytes_);
+    else if (provider_.free)
+      provider_.free(region_, provider_.ctx);
+  }
+  std::lock_guard lock(g_ids_mu);
+  g_ids_used[id_] = false;
+}
+
+PoolCache* Pool::thread_cache() const noexcept { return t_caches[id_]; }
+
+void Pool::attach_thread() {
+  if (cache_size_ == 0 || t_caches[id_]) return;
+  auto cache = std::make_unique<PoolCache>();
+  cache->size = cache_size_;
+  t_caches[id_] = cache.get();
+  std::lock_guard lock(caches_mu_);
+  caches_.push_back(std::move(cache));
+}
+
+void Pool::detach_thread() {
+  PoolCache* cache = t_caches[id_];
+  if (!cache) return;
+  std::uint32_t len = cache->len.load(std::memory_order_relaxed);
+  if (len && !free_->enqueue_bulk(cache->objs, len)) std::abort();  // ring holds every slot: cannot fail
+  cache->len.store(0, std::memory_order_relaxed);
+  t_caches[id_] = nullptr;
+  std::lock_guard lock(caches_mu_);
+  std::erase_if(caches_, [cache](const auto& c) { return c.get() == cache; });
+}
+
+std::uint32_t Pool::available() const noexcept {
+  std::uint32_t n = free_->size();
+  std::lock_guard lock(caches_mu_);
+  for (const auto& c : caches_) n += c->len.load(std::memory_order_relaxed);
+  return n;
+}
+
+void Pool::reset(Mbuf* m) const noexcept {
+  // Everything before refcnt comes from the template; index and the second line stay as they are.
+  std::memcpy(static_cast<void*>(m), &line0_template_, offsetof(Mbuf, refcnt));
+  m->refcnt.store(1, std::memory_order_relaxed);
+  m->endpoint = Mbuf::kNoEndpoint;
+  m->tx_flags = 0;
+}
+
+bool Pool::alloc_bulk(Mbuf** out, unsigned n) noexcept {
+  PoolCache* c = thread_cache();
+  if (c == nullptr || n > c->size) {
+    if (!free_->dequeue_bulk(out, n)) return false;
+  } else {
+    std::uint32_t len = c->len.load(std::memory_order_relaxed);
+    if (len < n) {
+      len += free_->dequeue_burst(&c->objs[len], c->size + n - len);
+      if (len < n) {
+        c->len.store(len, std::memory_order_relaxed);
+        return false;
+      }
+    }
+    for (unsigned i = 0; i < n; ++i) out[i] = c->objs[len - 1 - i];
+    c->len.store(len - n, std::memory_order_relaxed);
+  }
+  for (unsigned i = 0; i < n; ++i) reset(out[i]);
+  return true;
+}
+
+void Pool::put_bulk(Mbuf* const* bufs, unsigned n) noexcept {
+  PoolCache* c = thread_cache();
+  if (c == nullptr || n > c->size) {
+    // The ring has room for every slot of the pool, so returning owned slots cannot fail.
+    if (!free_->enqueue_bulk(bufs, n)) std::abort();
+    return;
+  }
+  std::uint32_t len = c->len.load(std::memory_order_relaxed);
+  std::memcpy(&c->objs[len], bufs, n * sizeof(Mbuf*));
+  len += n;
+  if (len >= 2 * c->size) {
+    if (!free_->enqueue_bulk(&c->objs[c->size], len - c->size)) std::abort();
+    len = c->size;
+  }
+  c->len.store(len, std::memory_order_relaxed);
+}
+
+void mbuf_free_bulk(Mbuf* const* bufs, unsigned n) noexcept {
+  Mbuf* batch[kMaxBurst];
+  unsigned batched = 0;
+  Pool* batch_pool = nullptr;
+  for (unsigned i = 0; i < n; ++i) {
+    Mbuf* m = bufs[i];
+    // Sole holder: nobody else can touch the count, so skip the atomic RMW (as rte_pktmbuf_prefree_seg).
+    // A5: acquire pairs with R3 of the holder that dropped the count to 1 after its last access.
+    if (m->refcnt.load(std::memory_order_acquire) != 1) {
+      // R3: release so our reads of the packet happen before the last holder recycles it;
+      // acquire (for the last holder) pairs with the other holders' R3.
+      if (m->refcnt.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+    }
+    // Zero marks the slot free, so a second free is visible to the ownership auditor.
+    m->refcnt.store(0, std::memory_order_relaxed);
+    if (m->pool != batch_pool || batched == kMaxBurst) {
+      if (batched) batch_pool->put_bulk(batch, batched);
+      batch_pool = m->pool;
+      batched = 0;
+    }
+    batch[batched++] = m;
+  }
+  if (batched) batch_pool->put_bulk(batch, batched);
+}
+
+}  // namespace rawpipe

@@ -1,0 +1,152 @@
+// Buffer pools.
+//
+// A pool is one contiguous, page-aligned region cut into `count` slots of `buf_size` bytes, so a
+// PMD can register it with a NIC once (ibv_reg_mr) or hand it to the kernel as an AF_XDP UMEM and
+// the same slot travels from the wire to the consumer without a copy. The region comes from 2 MiB
+// hugepages when the host has them reserved, otherwise from anonymous memory advised for
+// transparent huge pages; Pool::memory_notice() says which, in one line.
+//
+// Free slots live in a multi-producer/multi-consumer ring. A thread that calls attach_thread()
+// gets a private cache in front of it (DPDK's rte_mempool_cache): allocation and free on that
+// thread touch only the cache until it runs empty or over-full, then move `cache_size` pointers in
+// one ring operation. Threads without a cache (application threads freeing held buffers) go to the
+// ring directly, which is safe from any thread.
+//
+// Allocation is all-or-nothing (alloc_bulk returns false and hands out nothing when fewer than n
+// slots are free), like rte_pktmbuf_alloc_bulk.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "pipeline/buf/mbuf.hh"
+#include "rawpipe_config.h"
+#include "pipeline/common/status.hh"
+#include "pipeline/ring/ring.hh"
+
+namespace rawpipe {
+
+enum class HugePages { kAuto, kRequire, kNever };
+
+// Where a pool's region comes from when the application supplies it (the Extra API's user
+// allocator); unset means rawpipe maps the region itself.
+struct PoolMemoryProvider {
+  void* (*alloc)(std::size_t bytes, void* ctx) = nullptr;  // must return 4 KiB-aligned memory
+  void (*free)(void* addr, void* ctx) = nullptr;
+  void* ctx = nullptr;
+};
+
+struct PoolConfig {
+  std::string name = "default";
+  std::uint32_t count = 8192;         // slots
+  std::uint32_t buf_size = 2048;      // bytes per slot, header included; a power of two for AF_XDP
+  std::uint32_t headroom = RAWPIPE_HEADROOM;
+  std::uint32_t cache_size = 256;     // per attached thread; 0 disables caches
+  HugePages huge_pages = HugePages::kAuto;
+  PoolMemoryProvider provider{};
+};
+
+// One attached thread's private free list. Only its owner thread writes it.
+struct alignas(kFalseSharingRange) PoolCache {
+  std::uint32_t size = 0;  // flush threshold
+  // Owner writes, stats readers on other threads load relaxed; a statistic, never a data edge.
+  std::atomic<std::uint32_t> len{0};
+  Mbuf* objs[2 * kMaxBurst + 512];
+};
+
+class Pool {
+ public:
+  static constexpr unsigned kMaxPools = 64;
+
+  static Result<std::unique_ptr<Pool>> create(const PoolConfig& config);
+  ~Pool();
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  const std::string& name() const noexcept { return name_; }
+  std::uint16_t id() const noexcept { return id_; }
+  std::uint8_t* region() const noexcept { return region_; }
+  std::size_t region_bytes() const noexcept { return region_bytes_; }
+  std::uint32_t count() const noexcept { return count_; }
+  std::uint32_t buf_size() const noexcept { return buf_size_; }
+  std::uint32_t headroom() const noexcept { return headroom_; }
+  // Bytes available for packet data in a fresh buffer.
+  std::uint32_t data_room() const noexcept { return buf_size_ - kMbufHeaderSize - headroom_; }
+  bool on_hugepages() const noexcept { return on_hugepages_; }
+  const std::string& memory_notice() const noexcept { return memory_notice_; }
+
+  Mbuf* at(std::uint32_t index) const noexcept {
+    return reinterpret_cast<Mbuf*>(region_ + std::size_t(index) * buf_size_);
+  }
+  bool contains(const void* p) const noexcept {
+    auto* b = static_cast<const std::uint8_t*>(p);
+    return b >= region_ && b < region_ + std::size_t(count_) * buf_size_;
+  }
+  // The slot that holds address p (p must be inside the region).
+  Mbuf* slot_of(const void* p) const noexcept {
+    std::size_t off = static_cast<const std::uint8_t*>(p) - region_;
+    return at(static_cast<std::uint32_t>(off / buf_size_));
+  }
+
+  // Data path. Fresh buffers have refcnt 1, data_off = header + headroom, data_len 0 and
+  // zeroed parse fields.
+  [[nodiscard]] bool alloc_bulk(Mbuf** out, unsigned n) noexcept;
+  [[nodiscard]] Mbuf* alloc() noexcept {
+    Mbuf* m;
+    return alloc_bulk(&m, 1) ? m : nullptr;
+  }
+  // Returns buffers whose reference count already reached zero. Use mbuf_free() otherwise.
+  void put_bulk(Mbuf* const* bufs, unsigned n) noexcept;
+
+  // Gives the calling thread a private cache for this pool (control path, idempotent). Call
+  // detach_thread() from the same thread before it exits so its cached buffers return.
+  void attach_thread();
+  void detach_thread();
+
+  // Free slots right now (ring plus caches). Exact only when no thread is using the pool.
+  std::uint32_t available() const noexcept;
+  std::uint32_t in_use() const noexcept { return count_ - available(); }
+
+  // Resets the header fields a fresh buffer must have; used by alloc_bulk and by PMDs whose
+  // hardware hands buffers back without going through the free list.
+  void reset(Mbuf* m) const noexcept;
+
+ private:
+  Pool() = default;
+  PoolCache* thread_cache() const noexcept;
+
+  std::string name_;
+  std::uint16_t id_ = 0;
+  std::uint8_t* region_ = nullptr;
+  std::size_t region_bytes_ = 0;
+  std::uint32_t count_ = 0;
+  std::uint32_t buf_size_ = 0;
+  std::uint32_t headroom_ = 0;
+  std::uint32_t cache_size_ = 0;
+  bool on_hugepages_ = false;
+  bool mapped_ = false;
+  PoolMemoryProvider provider_{};
+  std::string memory_notice_;
+  std::unique_ptr<MpmcRing<Mbuf*>> free_;
+  Mbuf line0_template_;
+
+  mutable std::mutex caches_mu_;  // control path only: attach/detach and statistics
+  std::vector<std::unique_ptr<PoolCache>> caches_;
+};
+
+// Adds `n` holders to a buffer (a HOLD, a second consumer, a transmit that keeps a copy).
+inline void mbuf_ref(Mbuf* m, std::uint16_t n = 1) noexcept {
+  // Relaxed: taking another reference needs no ordering; the holder already sees the buffer.
+  m->refcnt.fetch_add(n, std::memory_order_relaxed);
+}
+
+// Drops one holder of each buffer; buffers whose count reaches zero return to their pool (through
+// the calling thread's cache if it has one). Safe from any thread, for buffers of any pools.
+void mbuf_free_bulk(Mbuf* const* bufs, unsigned n) noexcept;
+inline void mbuf_free(Mbuf* m) noexcept { mbuf_free_bulk(&m, 1); }
+
+}  // namespace rawpipe

@@ -1,0 +1,85 @@
+// The validated, immutable description of a pipeline run.
+//
+// The config loader (pipeline/config/loader.hh) turns a TOML file into a Plan; nothing starts until
+// the whole Plan is valid. Lcores and the control thread only read it. Every element keeps the file
+// and line it came from so later checks (opening a device, binding a CPU) can still point there.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/buf/pool.hh"
+#include "pmd/port.hh"
+
+namespace rawpipe {
+
+struct SourceLocation {
+  std::string file;
+  int line = 0;
+};
+
+struct PoolPlan {
+  PoolConfig config;
+  SourceLocation where;
+};
+
+struct PortPlan {
+  std::string name;
+  std::uint16_t id = 0;
+  std::string pmd;                         // driver name as in the registry
+  std::shared_ptr<const PortSpec> spec;    // the driver's parsed keys
+  std::string pool;                        // name of the PoolPlan its receive buffers come from
+  std::uint16_t rx_queues = 1;
+  std::uint16_t tx_queues = 1;
+  std::uint32_t rx_ring_size = 1024;
+  std::uint32_t tx_ring_size = 1024;
+  SourceLocation where;
+};
+
+enum class EndpointAction : std::uint8_t {
+  kRing,     // queue to the endpoint's rings for a consumer (zero-copy hand-off)
+  kSink,     // count and free on the lcore
+  kEcho,     // swap addresses and transmit on the ingress port (like testpmd 5tswap)
+  kForward,  // transmit unchanged on another port
+};
+
+struct EndpointPlan {
+  std::string name;
+  std::uint16_t id = 0;
+  EndpointAction action = EndpointAction::kRing;
+  std::vector<std::string> match;          // rules in the rule grammar (pipeline/classify/rule.hh)
+  std::uint32_t ring_size = 4096;          // per lcore, for kRing
+  std::string forward_port;                // for kForward
+  std::uint16_t forward_port_id = 0;
+  SourceLocation where;
+};
+
+enum class DefaultAction : std::uint8_t { kDrop, kEndpoint };
+
+struct LcorePlan {
+  std::uint16_t id = 0;
+  int cpu = -1;                            // -1: not pinned
+  struct RxQueue {
+    std::uint16_t port = 0;
+    std::uint16_t queue = 0;
+  };
+  std::vector<RxQueue> rx;
+  std::uint16_t burst = 32;
+  SourceLocation where;
+};
+
+struct Plan {
+  std::string source;                      // config file path
+  std::vector<PoolPlan> pools;
+  std::vector<PortPlan> ports;
+  std::vector<EndpointPlan> endpoints;
+  std::vector<LcorePlan> lcores;
+  DefaultAction default_action = DefaultAction::kDrop;
+  std::uint16_t default_endpoint = 0;      // for kEndpoint
+  double duration_s = 0;                   // 0: until SIGINT/SIGTERM
+  double stats_interval_s = 1.0;
+};
+
+}  // namespace rawpipe

@@ -1,0 +1,212 @@
+// Bounded lock-free ring of trivially copyable elements (normally buffer pointers).
+//
+// Capacity is a power of two; head and tail indices are free-running 32-bit counters masked on
+// access, so the full capacity is usable and wrap needs no special case. Producer and consumer
+// state sit on separate 128-byte ranges. Each side caches the other side's last seen index and
+// reloads it only when the cached value says the ring looks full (producer) or empty (consumer).
+//
+// The producer and consumer synchronisation are template policies chosen at construction:
+//   SpscRing  - one producer thread, one consumer thread (lcore -> endpoint consumer)
+//   MpscRing  - any number of producers, one consumer (frees from any thread into a pool)
+//   MpmcRing  - any number of both (a pool's shared free list)
+// Multi-producer enqueue follows DPDK's rte_ring: claim a range by CAS on the head, fill it, then
+// wait for earlier claimers to publish before moving the tail. That wait is bounded by the other
+// producer's copy loop, never by a consumer.
+//
+// Burst operations move as many elements as possible and return the count; bulk operations move
+// all n or none. All data-path calls are noexcept and never allocate.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+#include "pipeline/common/compiler.hh"
+#include "pipeline/common/status.hh"
+
+namespace rawpipe {
+
+enum class Sync { kSingle, kMulti };
+
+template <typename T, Sync kProd, Sync kCons>
+class Ring {
+  static_assert(std::is_trivially_copyable_v<T>, "ring elements are copied with memcpy semantics");
+
+ public:
+  // Control path: validates the capacity and allocates the slots once.
+  static Result<std::unique_ptr<Ring>> create(std::uint32_t capacity) {
+    if (!is_power_of_two(capacity) || capacity > (1u << 30))
+      return Status::errorf("ring capacity {} is not a power of two between 1 and 2^30", capacity);
+    return std::unique_ptr<Ring>(new Ring(capacity));
+  }
+
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+  ~Ring() { ::operator delete[](slots_, std::align_val_t{kCacheLine}); }
+
+  std::uint32_t capacity() const noexcept { return mask_ + 1; }
+
+  // Elements currently queued, as seen from any thread; exact only when the ring is quiescent.
+  std::uint32_t size() const noexcept {
+    // Relaxed: a statistic, no data is read through it.
+    std::uint32_t prod = prod_.tail.load(std::memory_order_relaxed);
+    std::uint32_t cons = cons_.tail.load(std::memory_order_relaxed);
+    std::uint32_t used = prod - cons;
+    return used > capacity() ? capacity() : used;
+  }
+  bool empty() const noexcept { return size() == 0; }
+
+  [[nodiscard]] unsigned enqueue_burst(const T* objs, unsigned n) noexcept { return enqueue<false>(objs, n); }
+  [[nodiscard]] bool enqueue_bulk(const T* objs, unsigned n) noexcept { return enqueue<true>(objs, n) == n; }
+  [[nodiscard]] bool enqueue(const T& obj) noexcept { return enqueue<true>(&obj, 1) == 1; }
+
+  [[nodiscard]] unsigned dequeue_burst(T* objs, unsigned n) noexcept { return dequeue<false>(objs, n); }
+  [[nodiscard]] bool dequeue_bulk(T* objs, unsigned n) noexcept { return dequeue<true>(objs, n) == n; }
+  [[nodiscard]] bool dequeue(T& obj) noexcept { return dequeue<true>(&obj, 1) == 1; }
+
+ private:
+  explicit Ring(std::uint32_t capacity)
+      : mask_(capacity - 1),
+        slots_(static_cast<T*>(::operator new[](sizeof(T) * capacity, std::align_val_t{kCacheLine}))) {}
+
+  template <bool kAll>
+  unsigned enqueue(const T* objs, unsigned n) noexcept {
+    std::uint32_t head;
+    if constexpr (kProd == Sync::kSingle) {
+      // Only this thread writes prod_.head; relaxed is enough for our own value.
+      head = prod_.head.load(std::memory_order_relaxed);
+      std::uint32_t free_slots = capacity() - (head - prod_.cached_cons);
+      if (free_slots < n) {
+        // A1: pairs with R2 (consumer's release of cons_.tail): slots it read are free to overwrite.
+        prod_.cached_cons = cons_.tail.load(std::memory_order_acquire);
+        free_slots = capacity() - (head - prod_.cached_cons);
+        if (free_slots < n) {
+          if (kAll || free_slots == 0) return 0;
+          n = free_slots;
+        }
+      }
+      prod_.head.store(head + n, std::memory_order_relaxed);
+    } else {
+      head = prod_.head.load(std::memory_order_relaxed);
+      for (;;) {
+        // A1: pairs with R2, as in the single-producer case.
+        std::uint32_t cons = cons_.tail.load(std::memory_order_acquire);
+        std::uint32_t free_slots = capacity() - (head - cons);
+        unsigned take = n;
+        if (free_slots < take) {
+          if (kAll || free_slots == 0) return 0;
+          take = free_slots;
+        }
+        // Relaxed CAS: the claim only orders producers among themselves; publication is R1.
+        if (prod_.head.compare_exchange_weak(head, head + take, std::memory_order_relaxed,
+                                             std::memory_order_relaxed)) {
+          n = take;
+          break;
+        }
+      }
+    }
+    copy_in(head, objs, n);
+    if constexpr (kProd == Sync::kMulti) {
+      // Producers that claimed earlier ranges publish first, so the tail only ever covers filled slots.
+      // A3: acquire pairs with R1 of the previous producer; keeps our tail store after theirs.
+      while (prod_.tail.load(std::memory_order_acquire) != head) cpu_relax();
+    }
+    // R1: pairs with A2 (consumer's acquire of prod_.tail): the slot writes above become visible.
+    prod_.tail.store(head + n, std::memory_order_release);
+    return n;
+  }
+
+  template <bool kAll>
+  unsigned dequeue(T* objs, unsigned n) noexcept {
+    std::uint32_t head;
+    if constexpr (kCons == Sync::kSingle) {
+      head = cons_.head.load(std::memory_order_relaxed);
+      std::uint32_t avail = cons_.cached_prod - head;
+      if (avail < n) {
+        // A2: pairs with R1: everything the producer wrote before publishing is visible.
+        cons_.cached_prod = prod_.tail.load(std::memory_order_acquire);
+        avail = cons_.cached_prod - head;
+        if (avail < n) {
+          if (kAll || avail == 0) return 0;
+          n = avail;
+        }
+      }
+      cons_.head.store(head + n, std::memory_order_relaxed);
+    } else {
+      head = cons_.head.load(std::memory_order_relaxed);
+      for (;;) {
+        // A2: pairs with R1.
+        std::uint32_t prod = prod_.tail.load(std::memory_order_acquire);
+        std::uint32_t avail = prod - head;
+        unsigned take = n;
+        if (avail < take) {
+          if (kAll || avail == 0) return 0;
+          take = avail;
+        }
+        if (cons_.head.compare_exchange_weak(head, head + take, std::memory_order_relaxed,
+                                             std::memory_order_relaxed)) {
+          n = take;
+          break;
+        }
+      }
+    }
+    copy_out(head, objs, n);
+    if constexpr (kCons == Sync::kMulti) {
+      // A4: acquire pairs with R2 of the previous consumer, keeping tail moves in claim order.
+      while (cons_.tail.load(std::memory_order_acquire) != head) cpu_relax();
+    }
+    // R2: pairs with A1 (producer's acquire of cons_.tail): our slot reads happen before reuse.
+    cons_.tail.store(head + n, std::memory_order_release);
+    return n;
+  }
+
+  RAWPIPE_ALWAYS_INLINE void copy_in(std::uint32_t head, const T* objs, unsigned n) noexcept {
+    std::uint32_t idx = head & mask_;
+    unsigned first = capacity() - idx;
+    if (RAWPIPE_LIKELY(n <= first)) {
+      for (unsigned i = 0; i < n; ++i) slots_[idx + i] = objs[i];
+    } else {
+      for (unsigned i = 0; i < first; ++i) slots_[idx + i] = objs[i];
+      for (unsigned i = first; i < n; ++i) slots_[i - first] = objs[i];
+    }
+  }
+
+  RAWPIPE_ALWAYS_INLINE void copy_out(std::uint32_t head, T* objs, unsigned n) const noexcept {
+    std::uint32_t idx = head & mask_;
+    unsigned first = capacity() - idx;
+    if (RAWPIPE_LIKELY(n <= first)) {
+      for (unsigned i = 0; i < n; ++i) objs[i] = slots_[idx + i];
+    } else {
+      for (unsigned i = 0; i < first; ++i) objs[i] = slots_[idx + i];
+      for (unsigned i = first; i < n; ++i) objs[i] = slots_[i - first];
+    }
+  }
+
+  struct alignas(kFalseSharingRange) Producer {
+    std::atomic<std::uint32_t> head{0};
+    std::atomic<std::uint32_t> tail{0};
+    std::uint32_t cached_cons = 0;  // single-producer only
+  };
+  struct alignas(kFalseSharingRange) Consumer {
+    std::atomic<std::uint32_t> head{0};
+    std::atomic<std::uint32_t> tail{0};
+    std::uint32_t cached_prod = 0;  // single-consumer only
+  };
+
+  const std::uint32_t mask_;
+  T* const slots_;
+  Producer prod_;
+  Consumer cons_;
+};
+
+template <typename T>
+using SpscRing = Ring<T, Sync::kSingle, Sync::kSingle>;
+template <typename T>
+using MpscRing = Ring<T, Sync::kMulti, Sync::kSingle>;
+template <typename T>
+using MpmcRing = Ring<T, Sync::kMulti, Sync::kMulti>;
+
+}  // namespace rawpipe

@@ -1,0 +1,140 @@
+// The port interface every poll-mode driver implements.
+//
+// Control and data are separate. The control side is a virtual class (open, start, stop, stats,
+// link, capabilities, steering), used at setup and by the stats thread. The data side is a pair of
+// plain function pointers per queue, resolved once when an lcore starts: at most one indirect call
+// per burst, never per packet, and no mode checks inside the burst functions.
+//
+// Ownership (as rte_eth_rx_burst/rte_eth_tx_burst):
+//   rx_burst(q, pkts, n)  returns k <= n buffers; the caller owns them.
+//   tx_burst(q, pkts, n)  takes ownership of pkts[0..k) and returns k; the caller still owns
+//                         pkts[k..n) and must free or retry them.
+// A queue's burst functions are called by one thread at a time (the lcore that owns the queue).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeline/buf/mbuf.hh"
+#include "pipeline/common/status.hh"
+
+namespace rawpipe {
+
+class Pool;
+class ConfigSection;
+struct SteeringRules;
+
+using RxBurstFn = std::uint16_t (*)(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
+using TxBurstFn = std::uint16_t (*)(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
+
+struct RxQueueHandle {
+  RxBurstFn burst = nullptr;
+  void* queue = nullptr;
+  std::uint16_t operator()(Mbuf** pkts, std::uint16_t n) const noexcept { return burst(queue, pkts, n); }
+};
+
+struct TxQueueHandle {
+  TxBurstFn burst = nullptr;
+  void* queue = nullptr;
+  std::uint16_t operator()(Mbuf** pkts, std::uint16_t n) const noexcept { return burst(queue, pkts, n); }
+};
+
+struct PortCaps {
+  bool rx_checksum = false;    // sets pkt_flag::kL3CsumGood/kL4CsumGood
+  bool rss = false;            // sets rss_hash and spreads flows over queues
+  bool flow_rules = false;     // steers only the endpoints' traffic to the port (update_steering)
+  bool kernel_pass = false;    // traffic not steered to us keeps reaching the kernel
+  bool timestamps = false;     // sets timestamp_ns
+  bool tx = false;             // tx_burst sends somewhere real
+  std::uint16_t max_rx_queues = 1;
+  std::uint16_t max_tx_queues = 1;
+};
+
+// Counters are per queue, written by the queue's lcore only, read relaxed by the stats reader.
+struct QueueCounters {
+  std::uint64_t rx_packets = 0;
+  std::uint64_t rx_bytes = 0;
+  std::uint64_t rx_nombuf = 0;   // frames the port had to drop because the pool was empty
+  std::uint64_t rx_errors = 0;   // frames the device reported as bad (error CQEs, truncation)
+  std::uint64_t tx_packets = 0;
+  std::uint64_t tx_bytes = 0;
+  std::uint64_t tx_errors = 0;
+};
+
+struct PortStats {
+  std::vector<QueueCounters> rx_queues;
+  std::vector<QueueCounters> tx_queues;
+  // Driver-specific counters (error syndromes, kernel/NIC drop counters, mode facts), by name.
+  std::map<std::string, std::uint64_t> extended;
+};
+
+struct LinkInfo {
+  bool up = true;
+  std::uint32_t speed_mbps = 0;
+  std::uint32_t mtu = 1500;
+  std::array<std::uint8_t, 6> mac{};
+};
+
+// What the pipeline gives a driver when it opens a port: everything already validated.
+struct PortEnv {
+  std::uint16_t port_id = 0;
+  std::string name;
+  std::uint16_t rx_queues = 1;
+  std::uint16_t tx_queues = 1;
+  std::uint32_t rx_ring_size = 1024;
+  std::uint32_t tx_ring_size = 1024;
+  Pool* pool = nullptr;      // receive buffers come from here
+};
+
+class Port {
+ public:
+  virtual ~Port() = default;
+
+  virtual std::string_view pmd_name() const noexcept = 0;
+  // One line per queue: the driver and the mode it really runs in (for the path report).
+  virtual std::string path_report() const = 0;
+  virtual PortCaps caps() const = 0;
+  virtual LinkInfo link() const { return {}; }
+
+  virtual Status start() = 0;
+  // Stops the queues and returns every buffer the driver holds (rings, hardware queues) to its pool.
+  virtual void stop() = 0;
+
+  virtual RxQueueHandle rx_queue(std::uint16_t queue) = 0;
+  virtual TxQueueHandle tx_queue(std::uint16_t queue) = 0;
+
+  // Safe to call from the stats thread while lcores run.
+  virtual PortStats stats() const = 0;
+
+  // Tells a port with flow rules or an XDP program which traffic the endpoints want; the port
+  // steers that to its queues and leaves the rest to the kernel. Ports without steering accept
+  // and ignore it (classify filters in software either way).
+  virtual Status update_steering(const SteeringRules& rules) {
+    (void)rules;
+    return Status::ok();
+  }
+};
+
+// A validated, immutable description of one port, produced from its config section before any
+// device is touched. `rawpipe check` stops here; `rawpipe run` calls open().
+class PortSpec {
+ public:
+  virtual ~PortSpec() = default;
+  virtual Result<std::unique_ptr<Port>> open(const PortEnv& env) const = 0;
+  // Queue limits known from the config alone (e.g. a pcap file has one queue).
+  virtual std::uint16_t max_rx_queues() const { return 64; }
+};
+
+// A driver: its name in `pmd = "..."`, what it is, and how it reads its own config keys.
+struct PmdDriver {
+  std::string_view name;
+  std::string_view summary;
+  Result<std::unique_ptr<PortSpec>> (*parse)(ConfigSection& section) = nullptr;
+};
+
+}  // namespace rawpipe

@@ -1,0 +1,148 @@
+#include "pipeline/buf/pool.hh"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace rawpipe {
+namespace {
+
+std::unique_ptr<Pool> make_pool(std::uint32_t count, std::uint32_t cache = 32) {
+  PoolConfig c;
+  c.name = "test";
+  c.count = count;
+  c.cache_size = cache;
+  c.huge_pages = HugePages::kNever;
+  auto p = Pool::create(c);
+  EXPECT_TRUE(p) << p.message();
+  return std::move(p).value();
+}
+
+TEST(Pool, RegionIsContiguousAndSlotsAreFixedSize) {
+  auto pool = make_pool(100);
+  EXPECT_EQ(pool->count(), 100u);
+  EXPECT_GE(pool->region_bytes(), 100u * 2048u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(pool->region()) % 4096, 0u);
+  for (std::uint32_t i = 0; i < 100; ++i) {
+    Mbuf* m = pool->at(i);
+    EXPECT_EQ(m->index, i);
+    EXPECT_EQ(m->pool, pool.get());
+    EXPECT_EQ(pool->slot_of(reinterpret_cast<std::uint8_t*>(m) + 1000), m);
+  }
+  EXPECT_FALSE(pool->memory_notice().empty());
+  EXPECT_EQ(pool->data_room(), 2048u - 128u - pool->headroom());
+}
+
+TEST(Pool, FreshBuffersHaveCleanMetadata) {
+  auto pool = make_pool(8, 0);
+  Mbuf* m = pool->alloc();
+  ASSERT_NE(m, nullptr);
+  m->data_len = 77;
+  m->drop_reason = 3;
+  m->flags = 0xffff;
+  m->endpoint = 4;
+  mbuf_free(m);
+  Mbuf* again[8];
+  ASSERT_TRUE(pool->alloc_bulk(again, 8));
+  for (Mbuf* b : again) {
+    EXPECT_EQ(b->data_len, 0u);
+    EXPECT_EQ(b->drop_reason, 0);
+    EXPECT_EQ(b->flags, 0);
+    EXPECT_EQ(b->endpoint, Mbuf::kNoEndpoint);
+    EXPECT_EQ(b->refcnt.load(), 1);
+    EXPECT_EQ(b->data_off, kMbufHeaderSize + pool->headroom());
+  }
+  mbuf_free_bulk(again, 8);
+  EXPECT_EQ(pool->available(), 8u);
+}
+
+TEST(Pool, BulkAllocIsAllOrNothing) {
+  auto pool = make_pool(10, 0);
+  Mbuf* bufs[16];
+  EXPECT_FALSE(pool->alloc_bulk(bufs, 11));
+  EXPECT_EQ(pool->available(), 10u);
+  ASSERT_TRUE(pool->alloc_bulk(bufs, 10));
+  EXPECT_EQ(pool->available(), 0u);
+  EXPECT_EQ(pool->alloc(), nullptr);
+  mbuf_free_bulk(bufs, 10);
+  EXPECT_EQ(pool->available(), 10u);
+}
+
+TEST(Pool, ThreadCacheServesAndFlushesWithoutLosingBuffers) {
+  auto pool = make_pool(1000, 32);
+  pool->attach_thread();
+  std::vector<Mbuf*> held;
+  for (int round = 0; round < 50; ++round) {
+    Mbuf* b[20];
+    ASSERT_TRUE(pool->alloc_bulk(b, 20));
+    held.insert(held.end(), b, b + 20);
+  }
+  std::set<Mbuf*> unique(held.begin(), held.end());
+  EXPECT_EQ(unique.size(), 1000u);
+  EXPECT_EQ(pool->available(), 0u);
+  mbuf_free_bulk(held.data(), 200);
+  mbuf_free_bulk(held.data() + 200, 200);
+  mbuf_free_bulk(held.data() + 400, 200);
+  mbuf_free_bulk(held.data() + 600, 200);
+  mbuf_free_bulk(held.data() + 800, 200);
+  EXPECT_EQ(pool->available(), 1000u);
+  pool->detach_thread();
+  EXPECT_EQ(pool->available(), 1000u);
+}
+
+TEST(Pool, ReferenceCountKeepsBufferUntilLastHolderFrees) {
+  auto pool = make_pool(4, 0);
+  Mbuf* m = pool->alloc();
+  mbuf_ref(m, 2);
+  EXPECT_EQ(pool->available(), 3u);
+  mbuf_free(m);
+  mbuf_free(m);
+  EXPECT_EQ(pool->available(), 3u);
+  mbuf_free(m);
+  EXPECT_EQ(pool->available(), 4u);
+}
+
+TEST(Pool, BuffersFreedFromOtherThreadsAllComeBack) {
+  auto pool = make_pool(4096, 64);
+  auto handoff = std::move(MpmcRing<Mbuf*>::create(1024)).value();
+  constexpr int kRounds = 20000;
+  std::atomic<bool> done{false};
+  // The allocating thread (an lcore) hands buffers to two freeing threads (applications).
+  std::thread lcore([&] {
+    pool->attach_thread();
+    for (int i = 0; i < kRounds; ++i) {
+      Mbuf* b[8];
+      while (!pool->alloc_bulk(b, 8)) std::this_thread::yield();
+      for (Mbuf* m : b) m->user_u64 = std::uint64_t(i);
+      unsigned sent = 0;
+      while (sent < 8) sent += handoff->enqueue_burst(b + sent, 8 - sent);
+    }
+    pool->detach_thread();
+    done = true;
+  });
+  std::atomic<std::uint64_t> freed{0};
+  auto app = [&] {
+    Mbuf* b[16];
+    for (;;) {
+      unsigned n = handoff->dequeue_burst(b, 16);
+      if (n == 0) {
+        if (done && handoff->empty()) break;
+        continue;
+      }
+      mbuf_free_bulk(b, n);
+      freed += n;
+    }
+  };
+  // Two application threads free while the lcore thread allocates through its cache.
+  std::thread app1(app), app2(app);
+  lcore.join();
+  app1.join();
+  app2.join();
+  EXPECT_EQ(freed.load(), std::uint64_t(kRounds) * 8);
+  EXPECT_EQ(pool->available(), 4096u);
+}
+
+}  // namespace
+}  // namespace rawpipe
