@@ -17,6 +17,8 @@
 // all n or none. All data-path calls are noexcept and never allocate.
 #pragma once
 
+#include <sched.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -112,7 +114,7 @@ class Ring {
     if constexpr (kProd == Sync::kMulti) {
       // Producers that claimed earlier ranges publish first, so the tail only ever covers filled slots.
       // A3: acquire pairs with R1 of the previous producer; keeps our tail store after theirs.
-      while (prod_.tail.load(std::memory_order_acquire) != head) cpu_relax();
+      wait_for_turn(prod_.tail, head);
     }
     // R1: pairs with A2 (consumer's acquire of prod_.tail): the slot writes above become visible.
     prod_.tail.store(head + n, std::memory_order_release);
@@ -156,11 +158,26 @@ class Ring {
     copy_out(head, objs, n);
     if constexpr (kCons == Sync::kMulti) {
       // A4: acquire pairs with R2 of the previous consumer, keeping tail moves in claim order.
-      while (cons_.tail.load(std::memory_order_acquire) != head) cpu_relax();
+      wait_for_turn(cons_.tail, head);
     }
     // R2: pairs with A1 (producer's acquire of cons_.tail): our slot reads happen before reuse.
     cons_.tail.store(head + n, std::memory_order_release);
     return n;
+  }
+
+  // Spins until the earlier claimer publishes. When threads outnumber cores the earlier claimer may
+  // be descheduled mid-copy; after a bounded spin we yield the core so it can finish, instead of
+  // burning our whole time slice (DPDK's MP ring has the same preemption hazard).
+  static void wait_for_turn(const std::atomic<std::uint32_t>& tail, std::uint32_t head) noexcept {
+    unsigned spins = 0;
+    while (tail.load(std::memory_order_acquire) != head) {
+      if (++spins < 256) {
+        cpu_relax();
+      } else {
+        sched_yield();
+        spins = 0;
+      }
+    }
   }
 
   RAWPIPE_ALWAYS_INLINE void copy_in(std::uint32_t head, const T* objs, unsigned n) noexcept {
