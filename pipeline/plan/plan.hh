@@ -67,6 +67,9 @@ struct LcorePlan {
   };
   std::vector<RxQueue> rx;
   std::uint16_t burst = 32;
+  // 0: busy poll (DPDK style). Otherwise, after a loop pass in which no queue returned a packet,
+  // the lcore sleeps this long, trading latency for a core that is not pegged at 100%.
+  std::uint32_t idle_sleep_us = 0;
   SourceLocation where;
 };
 

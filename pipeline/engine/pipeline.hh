@@ -1,0 +1,171 @@
+// The pipeline: everything a Plan describes, built, started, stopped and accounted for.
+//
+// Life cycle (all control path, one control thread at a time unless stated):
+//   create(plan)  builds the pools, opens every port through its spec (PortSpec::open), compiles
+//                 the endpoints' rules into the classifier, creates one SPSC ring per
+//                 (lcore, ring endpoint) and the lcores' state. Nothing runs yet. Errors name the
+//                 config file and line of the element that failed.
+//   start()       starts the ports, launches one thread per lcore (pinned with
+//                 pthread_setaffinity_np when LcorePlan::cpu >= 0) and returns once all run.
+//   request_stop() asks the lcores to leave their loop. Async-signal-safe: call it from a
+//                 SIGINT/SIGTERM handler. Does not wait.
+//   stop()        request_stop(), joins the lcores, stops the ports (which return every buffer
+//                 they hold), frees whatever is still queued in endpoint rings (those packets were
+//                 already counted as delivered) and releases retired classifier tables.
+//                 Idempotent. After stop(), accounting() is exact.
+//   ~Pipeline()   stops if still running, then closes ports before freeing pools.
+//
+// Each lcore runs rx_burst -> parse -> classify -> [filters, issue 3] -> dispatch to completion
+// for each of its (port, queue) pairs, in a busy poll (DPDK style) unless LcorePlan::idle_sleep_us
+// is set. Lcores share no writable state: counters, rings and tx queues are per lcore.
+//
+// Accounting identity (checked by Accounting::balanced()):
+//   rx == delivered + transmitted + sum(drops by reason), and no buffer outstanding in any pool.
+// "Delivered" means queued to an endpoint ring, counted by a sink, or (issue 3) held by a filter.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "pipeline/buf/mbuf.hh"
+#include "pipeline/buf/pool.hh"
+#include "pipeline/common/status.hh"
+#include "pipeline/plan/plan.hh"
+#include "pipeline/stats/drop_reason.hh"
+#include "pmd/port.hh"
+
+namespace rawpipe {
+
+class Classifier;
+class Lcore;
+struct EndpointRings;
+
+// One lcore's counters at one instant (a consistent-enough copy: each value is exact, the set is
+// not taken atomically).
+struct LcoreStats {
+  std::uint16_t id = 0;
+  int cpu = -1;
+  std::uint64_t rx_packets = 0;
+  std::uint64_t rx_bytes = 0;
+  std::uint64_t bursts = 0;        // rx_burst calls that returned packets
+  std::uint64_t empty_polls = 0;   // rx_burst calls that returned none
+  std::uint64_t delivered = 0;     // to endpoints (ring, sink, held)
+  std::uint64_t transmitted = 0;   // taken by a tx queue (echo, forward)
+  std::array<std::uint64_t, kDropReasonCount> drops{};
+
+  std::uint64_t dropped() const noexcept;
+};
+
+// Readable from any thread at any time (the app's live stats line).
+struct PipelineSnapshot {
+  std::uint64_t time_ns = 0;                  // CLOCK_MONOTONIC (std::chrono::steady_clock)
+  bool running = false;
+  std::vector<LcoreStats> lcores;             // in plan order
+  LcoreStats total;                           // sum over lcores (id and cpu meaningless)
+  std::vector<std::uint64_t> delivered_per_endpoint;   // by endpoint id
+  std::vector<std::uint64_t> transmitted_per_port;     // by port id
+};
+
+struct PoolUsage {
+  std::string name;
+  std::uint32_t count = 0;        // slots in the pool
+  std::uint32_t outstanding = 0;  // slots not back in the pool
+};
+
+// Final figures; exact after stop() (and while running, as exact as a snapshot).
+struct Accounting {
+  std::uint64_t rx_packets = 0;
+  std::uint64_t rx_bytes = 0;
+  std::uint64_t delivered = 0;
+  std::uint64_t transmitted = 0;
+  std::array<std::uint64_t, kDropReasonCount> drops{};
+  std::vector<std::uint64_t> delivered_per_endpoint;   // by endpoint id
+  std::vector<std::uint64_t> transmitted_per_port;     // by port id
+  std::uint64_t drained = 0;      // delivered packets still queued in endpoint rings at stop, freed by stop()
+  std::vector<PoolUsage> pools;   // in plan order
+
+  std::uint64_t dropped() const noexcept;
+  std::uint64_t outstanding() const noexcept;
+  // rx == delivered + transmitted + dropped() and nothing outstanding.
+  bool balanced() const noexcept;
+};
+
+// A rule as the classifier holds it: config rules and rules added at run time.
+struct RuleInfo {
+  std::uint32_t id = 0;       // stable handle for remove_rule()
+  std::uint16_t endpoint = 0;
+  std::string text;           // canonical form (format_match_rule)
+  bool from_config = false;
+};
+
+class Pipeline {
+ public:
+  static Result<std::unique_ptr<Pipeline>> create(const Plan& plan);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  Status start();
+  void request_stop() noexcept;
+  Status stop();
+  bool running() const noexcept { return running_; }
+  // True once request_stop() was called (e.g. by a signal handler); the app's wait loop polls it.
+  bool stop_requested() const noexcept { return stop_flag_.load(std::memory_order_relaxed); }
+
+  // MT-safe, any thread, any time.
+  PipelineSnapshot snapshot() const;
+  Accounting accounting() const;
+
+  // Zero-copy receive for the consumer of a kRing endpoint: moves up to n packets into out and
+  // returns how many; the caller owns them and frees them with mbuf_free_bulk (from any thread).
+  // One consumer thread per endpoint at a time. Returns 0 for endpoints without rings.
+  unsigned endpoint_receive(std::uint16_t endpoint, Mbuf** out, unsigned n) noexcept;
+
+  // Rules at run time (MT-safe among control threads; lcores keep running and lose nothing: the
+  // new table is published atomically and the old one freed once every lcore has moved past it).
+  // The rule text uses the grammar of pipeline/classify/rule.hh; `port NAME` must name a port.
+  Result<std::uint32_t> add_rule(std::uint16_t endpoint, std::string_view rule);
+  Status remove_rule(std::uint32_t rule_id);
+  std::vector<RuleInfo> rules() const;
+
+  // Name <-> id lookups and access to the parts, for the app and the stats thread.
+  std::optional<std::uint16_t> endpoint_id(std::string_view name) const noexcept;
+  std::optional<std::uint16_t> port_id(std::string_view name) const noexcept;
+  std::size_t endpoint_count() const noexcept { return plan_.endpoints.size(); }
+  std::size_t port_count() const noexcept { return ports_.size(); }
+  std::size_t lcore_count() const noexcept { return plan_.lcores.size(); }
+  const std::string& endpoint_name(std::uint16_t endpoint) const { return plan_.endpoints.at(endpoint).name; }
+  const std::string& port_name(std::uint16_t port) const { return plan_.ports.at(port).name; }
+  Port& port(std::uint16_t id) { return *ports_.at(id); }
+  const Port& port(std::uint16_t id) const { return *ports_.at(id); }
+  const Pool* pool(std::string_view name) const noexcept;
+  const Plan& plan() const noexcept { return plan_; }
+
+ private:
+  explicit Pipeline(const Plan& plan);
+  Status build();
+  void join_lcores() noexcept;
+
+  Plan plan_;
+  std::vector<std::unique_ptr<Pool>> pools_;       // plan order; outlive ports_
+  std::vector<std::unique_ptr<Port>> ports_;       // by port id
+  std::unique_ptr<Classifier> classifier_;
+  std::vector<std::unique_ptr<EndpointRings>> rings_;  // by endpoint id; null for non-ring endpoints
+  std::vector<std::unique_ptr<Lcore>> lcores_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stop_flag_{false};
+  bool running_ = false;
+  bool ports_started_ = false;
+  std::uint64_t drained_ = 0;
+};
+
+static_assert(std::atomic<bool>::is_always_lock_free, "request_stop must be async-signal-safe");
+
+}  // namespace rawpipe
