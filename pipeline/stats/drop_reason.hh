@@ -35,7 +35,8 @@ namespace rawpipe {
   X(kEndpointRingFull, "endpoint_ring_full", "the endpoint's consumer did not keep up")              \
   X(kEndpointOffloadOff, "endpoint_offload_off", "the endpoint is not offloaded and the port cannot pass to the kernel") \
   X(kTxFailed, "tx_failed", "the transmit queue did not take the packet")                            \
-  X(kNotForUs, "not_for_us", "a transmit action could not be applied (e.g. echo of a non-UDP packet)")
+  X(kNotForUs, "not_for_us", "a transmit action could not be applied (e.g. echo of a non-UDP packet)") \
+  X(kBadTcpHeader, "bad_tcp_header", "TCP data offset below the 20-byte minimum header")
 
 enum class DropReason : std::uint8_t {
 #define RAWPIPE_DROP_ENUM(id, name, help) id,
