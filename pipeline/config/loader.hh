@@ -1,0 +1,59 @@
+// Config file -> validated, immutable Plan.
+//
+// The loader reads the TOML sections it owns ([run], [[pools]], [[ports]], [[endpoints]],
+// [[lcores]]), hands each port's table to its driver's parse() after reading the generic port keys,
+// rejects every unknown key, then checks the whole plan across sections (names unique, references
+// resolve, every rx queue polled by exactly one lcore, CPUs exist, ring sizes are powers of two).
+// Every error names the file, the line and the key; all errors are collected and the first is
+// returned with a count of the others.
+//
+// pipeline/ does not depend on any driver: the caller passes the driver lookup (normally
+// rawpipe::find_pmd from pmd/registry.hh).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeline/common/status.hh"
+#include "pipeline/plan/plan.hh"
+
+namespace rawpipe {
+
+using PmdLookupFn = const PmdDriver* (*)(std::string_view name);
+
+struct LoadOptions {
+  PmdLookupFn find_pmd = nullptr;
+  // Driver names listed in the "unknown pmd" message; empty means the message lists none.
+  std::vector<std::string_view> known_pmds;
+  // CPUs an lcore may name (0..cpu_count-1); 0 means this machine's online CPU count.
+  unsigned cpu_count = 0;
+};
+
+// Settings of the rawpipe app that live in the config's [run] table but are not part of the
+// pipeline itself.
+struct AppSettings {
+  int consumer_cpu = -1;  // CPU of the thread that drains "ring" endpoints; -1: not pinned
+};
+
+struct LoadedConfig {
+  Plan plan;
+  AppSettings app;
+};
+
+// Reads and validates a config file (or a string, for tests; `file` then only names it in
+// messages).
+Result<LoadedConfig> load_config(const std::string& file, const LoadOptions& options);
+Result<LoadedConfig> load_config_string(std::string_view text, const std::string& file, const LoadOptions& options);
+
+// The pipeline part only.
+Result<Plan> load_plan(const std::string& file, const LoadOptions& options);
+
+// A one-screen description of a plan (pools, ports, endpoints, lcores), printed by `rawpipe check`
+// and at the start of `rawpipe run`.
+std::string describe_plan(const Plan& plan);
+
+// This machine's online CPU count, as the loader uses it when LoadOptions::cpu_count is 0.
+unsigned online_cpu_count();
+
+}  // namespace rawpipe

@@ -1,0 +1,306 @@
+#include "pipeline/config/loader.hh"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "pipeline/config/section.hh"
+
+namespace rawpipe {
+namespace {
+
+// A driver that reads one key of its own, so the tests see the loader hand the port table to the
+// driver and reject what neither read.
+class FakeSpec final : public PortSpec {
+ public:
+  explicit FakeSpec(std::uint16_t max_queues) : max_queues_(max_queues) {}
+  Result<std::unique_ptr<Port>> open(const PortEnv&) const override { return Status::error("fake: not openable"); }
+  std::uint16_t max_rx_queues() const override { return max_queues_; }
+
+ private:
+  std::uint16_t max_queues_;
+};
+
+Result<std::unique_ptr<PortSpec>> parse_fake(ConfigSection& s) {
+  auto max_queues = static_cast<std::uint16_t>(s.integer("max_queues", 1, 64, 4));
+  if (!s.status()) return s.status();
+  return std::unique_ptr<PortSpec>(new FakeSpec(max_queues));
+}
+
+const PmdDriver kFake{"fake", "test driver", parse_fake};
+
+const PmdDriver* find_fake(std::string_view name) { return name == "fake" ? &kFake : nullptr; }
+
+LoadOptions options() {
+  LoadOptions o;
+  o.find_pmd = find_fake;
+  o.known_pmds = {"fake"};
+  o.cpu_count = 2;
+  return o;
+}
+
+// Line numbers in the expectations below refer to this text.
+const std::string kValid = R"([run]
+duration = 2.5
+stats_interval = 0.5
+default_action = "endpoint"
+default_endpoint = "rest"
+consumer_cpu = 1
+
+[[pools]]
+name = "rx"
+count = 4096
+buf_size = 2048
+
+[[ports]]
+name = "p0"
+pmd = "fake"
+rx_queues = 2
+max_queues = 8
+
+[[endpoints]]
+name = "video"
+action = "ring"
+match = ["udp dst 239.1.1.1:5000"]
+ring_size = 1024
+
+[[endpoints]]
+name = "rest"
+action = "sink"
+
+[[lcores]]
+cpu = 0
+rx = ["p0:0", "p0:1"]
+burst = 64
+)";
+
+Result<LoadedConfig> load(const std::string& text) { return load_config_string(text, "t.toml", options()); }
+
+std::string error_of(const std::string& text) {
+  auto r = load(text);
+  EXPECT_FALSE(r) << "config was accepted:\n" << text;
+  return r ? std::string() : r.message();
+}
+
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+TEST(ConfigLoader, ValidConfigBecomesAPlan) {
+  auto r = load(kValid);
+  ASSERT_TRUE(r) << r.message();
+  const Plan& plan = r->plan;
+  EXPECT_EQ(plan.source, "t.toml");
+  EXPECT_DOUBLE_EQ(plan.duration_s, 2.5);
+  EXPECT_DOUBLE_EQ(plan.stats_interval_s, 0.5);
+  EXPECT_EQ(r->app.consumer_cpu, 1);
+  ASSERT_EQ(plan.pools.size(), 1u);
+  EXPECT_EQ(plan.pools[0].config.name, "rx");
+  EXPECT_EQ(plan.pools[0].config.count, 4096u);
+  ASSERT_EQ(plan.ports.size(), 1u);
+  EXPECT_EQ(plan.ports[0].pool, "rx");  // the only pool is the default
+  EXPECT_EQ(plan.ports[0].rx_queues, 2);
+  EXPECT_EQ(plan.ports[0].where.line, 13);
+  ASSERT_TRUE(plan.ports[0].spec);
+  EXPECT_EQ(plan.ports[0].spec->max_rx_queues(), 8);
+  ASSERT_EQ(plan.endpoints.size(), 2u);
+  EXPECT_EQ(plan.endpoints[0].action, EndpointAction::kRing);
+  EXPECT_EQ(plan.endpoints[0].ring_size, 1024u);
+  EXPECT_EQ(plan.endpoints[1].action, EndpointAction::kSink);
+  EXPECT_EQ(plan.default_action, DefaultAction::kEndpoint);
+  EXPECT_EQ(plan.default_endpoint, 1);
+  ASSERT_EQ(plan.lcores.size(), 1u);
+  EXPECT_EQ(plan.lcores[0].cpu, 0);
+  EXPECT_EQ(plan.lcores[0].burst, 64);
+  ASSERT_EQ(plan.lcores[0].rx.size(), 2u);
+  EXPECT_EQ(plan.lcores[0].rx[1].port, 0);
+  EXPECT_EQ(plan.lcores[0].rx[1].queue, 1);
+  EXPECT_NE(describe_plan(plan).find("port p0"), std::string::npos);
+}
+
+TEST(ConfigLoader, MissingFileSaysSo) {
+  auto r = load_config("/nonexistent/rawpipe.toml", options());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.message(), "/nonexistent/rawpipe.toml: cannot open the config file: No such file or directory");
+}
+
+TEST(ConfigLoader, SyntaxErrorNamesLine) {
+  EXPECT_EQ(error_of("[run\n").substr(0, 9), "t.toml:1:");
+}
+
+TEST(ConfigLoader, DuplicatePoolName) {
+  std::string text = replace(kValid, "[[ports]]", "[[pools]]\nname = \"rx\"\n\n[[ports]]\npool = \"rx\"");
+  EXPECT_EQ(error_of(text), "t.toml:14: pools[1] 'rx': key 'name': pool name \"rx\" is already used by pools[0] 'rx'");
+}
+
+TEST(ConfigLoader, DuplicatePortName) {
+  std::string text = replace(kValid, "[[endpoints]]", "[[ports]]\nname = \"p0\"\npmd = \"fake\"\n\n[[endpoints]]");
+  EXPECT_EQ(error_of(text), "t.toml:20: ports[1] 'p0': key 'name': port name \"p0\" is already used by ports[0] 'p0' "
+                            "(and 1 more error)");  // its queue 0 is polled by no lcore
+}
+
+TEST(ConfigLoader, DuplicateEndpointName) {
+  std::string text = replace(kValid, "name = \"rest\"", "name = \"video\"");
+  // Both the duplicate and the now-missing default endpoint are reported; the duplicate comes first.
+  EXPECT_EQ(error_of(text),
+            "t.toml:26: endpoints[1] 'video': key 'name': endpoint name \"video\" is already used by "
+            "endpoints[0] 'video' (and 2 more errors)");
+}
+
+TEST(ConfigLoader, UnknownKeyInEachSection) {
+  EXPECT_EQ(error_of(replace(kValid, "consumer_cpu = 1", "consumer_cpu = 1\nduratoin = 3")),
+            "t.toml:7: [run]: unknown key 'duratoin'");
+  EXPECT_EQ(error_of(replace(kValid, "count = 4096", "count = 4096\nbufsize = 1")),
+            "t.toml:11: pools[0] 'rx': unknown key 'bufsize'");
+  EXPECT_EQ(error_of(replace(kValid, "max_queues = 8", "max_queues = 8\nrate = 1")),
+            "t.toml:18: ports[0] 'p0': unknown key 'rate'");
+  EXPECT_EQ(error_of(replace(kValid, "ring_size = 1024", "ring_size = 1024\nprio = 1")),
+            "t.toml:24: endpoints[0] 'video': unknown key 'prio'");
+  EXPECT_EQ(error_of(replace(kValid, "burst = 64", "burst = 64\ncores = 2")), "t.toml:33: lcores[0]: unknown key 'cores'");
+  EXPECT_EQ(error_of(kValid + "[extra]\na = 1\n"), "t.toml:33: top level: unknown key 'extra'");
+}
+
+TEST(ConfigLoader, DriverKeysAreCheckedByTheDriver) {
+  EXPECT_EQ(error_of(replace(kValid, "max_queues = 8", "max_queues = 100")),
+            "t.toml:17: ports[0] 'p0': key 'max_queues': expected an integer from 1 to 64, got 100");
+}
+
+TEST(ConfigLoader, RxQueuesBeyondTheDriversLimit) {
+  EXPECT_EQ(error_of(replace(kValid, "max_queues = 8", "max_queues = 1")),
+            "t.toml:16: ports[0] 'p0': key 'rx_queues': the fake driver supports at most 1 rx queue for this port, got 2");
+}
+
+TEST(ConfigLoader, UnknownPmdListsTheBuiltInOnes) {
+  // Only the pmd error: the driver keys of a port without a driver are not reported as unknown.
+  EXPECT_EQ(error_of(replace(kValid, "pmd = \"fake\"", "pmd = \"fast\"")),
+            "t.toml:15: ports[0] 'p0': key 'pmd': no driver named \"fast\" is built into this binary "
+            "(available: \"fake\"; `rawpipe list-pmds` describes them)");
+}
+
+TEST(ConfigLoader, PortNamingAMissingPool) {
+  EXPECT_EQ(error_of(replace(kValid, "pmd = \"fake\"", "pmd = \"fake\"\npool = \"tx\"")),
+            "t.toml:16: ports[0] 'p0': key 'pool': no [[pools]] table is named \"tx\"");
+}
+
+TEST(ConfigLoader, ForwardEndpointNamingAMissingPort) {
+  std::string text = replace(kValid, "action = \"sink\"", "action = \"forward\"\nport = \"p9\"");
+  EXPECT_EQ(error_of(text), "t.toml:28: endpoints[1] 'rest': key 'port': no [[ports]] table is named \"p9\"");
+}
+
+TEST(ConfigLoader, PortKeyOnANonForwardEndpoint) {
+  std::string text = replace(kValid, "action = \"sink\"", "action = \"sink\"\nport = \"p0\"");
+  EXPECT_EQ(error_of(text),
+            "t.toml:28: endpoints[1] 'rest': key 'port': only endpoints with action \"forward\" name a port (this one is \"sink\")");
+}
+
+TEST(ConfigLoader, RuleNamingAMissingIngressPort) {
+  std::string text = replace(kValid, "udp dst 239.1.1.1:5000", "udp dst 239.1.1.1:5000 port p7");
+  EXPECT_EQ(error_of(text),
+            "t.toml:22: endpoints[0] 'video': key 'match': rule \"udp dst 239.1.1.1:5000 port p7\": no [[ports]] "
+            "table is named \"p7\"");
+}
+
+TEST(ConfigLoader, BadMatchRuleCarriesTheParsersReason) {
+  std::string msg = error_of(replace(kValid, "udp dst 239.1.1.1:5000", "udp dst 239.1.1.300:5000"));
+  EXPECT_EQ(msg.rfind("t.toml:22: endpoints[0] 'video': key 'match': rule \"udp dst 239.1.1.300:5000\": ", 0), 0u) << msg;
+}
+
+TEST(ConfigLoader, EndpointWithoutRulesThatIsNotTheDefault) {
+  std::string text = replace(kValid, "default_action = \"endpoint\"\ndefault_endpoint = \"rest\"\n", "");
+  EXPECT_EQ(error_of(text),
+            "t.toml:23: endpoints[1] 'rest': key 'match': expected at least one rule (e.g. \"udp dst *:5000\"): "
+            "without rules an endpoint receives nothing unless it is [run] default_endpoint");
+}
+
+TEST(ConfigLoader, DefaultEndpointMustExist) {
+  EXPECT_EQ(error_of(replace(kValid, "default_endpoint = \"rest\"", "default_endpoint = \"best\"")),
+            "t.toml:5: [run]: key 'default_endpoint': no [[endpoints]] table is named \"best\" (and 1 more error)");
+}
+
+TEST(ConfigLoader, LcoreNamingAMissingPort) {
+  EXPECT_EQ(error_of(replace(kValid, "\"p0:1\"", "\"p0:1\", \"p1:0\"")),
+            "t.toml:31: lcores[0]: key 'rx': \"p1:0\": no [[ports]] table is named \"p1\"");
+}
+
+TEST(ConfigLoader, LcoreQueueBeyondThePortsQueues) {
+  EXPECT_EQ(error_of(replace(kValid, "\"p0:1\"", "\"p0:1\", \"p0:2\"")),
+            "t.toml:31: lcores[0]: key 'rx': \"p0:2\": port \"p0\" has 2 rx queues (0 to 1)");
+}
+
+TEST(ConfigLoader, LcoreRxEntryThatIsNotPortColonQueue) {
+  EXPECT_EQ(error_of(replace(kValid, "\"p0:1\"", "\"p0:1\", \"p0\"")),
+            "t.toml:31: lcores[0]: key 'rx': \"p0\" is not \"port:queue\" (e.g. \"synth0:0\")");
+  EXPECT_EQ(error_of(replace(kValid, "\"p0:1\"", "\"p0:1\", \"p0:x\"")),
+            "t.toml:31: lcores[0]: key 'rx': \"p0:x\": queue \"x\" is not a number");
+}
+
+TEST(ConfigLoader, LcoreCpuBeyondTheMachine) {
+  EXPECT_EQ(error_of(replace(kValid, "cpu = 0", "cpu = 2")),
+            "t.toml:30: lcores[0]: key 'cpu': cpu 2 is beyond this machine's 2 CPUs (0 to 1)");
+  EXPECT_EQ(error_of(replace(kValid, "consumer_cpu = 1", "consumer_cpu = 5")),
+            "t.toml:6: [run]: key 'consumer_cpu': cpu 5 is beyond this machine's 2 CPUs (0 to 1)");
+}
+
+TEST(ConfigLoader, TwoLcoresOnOneCpu) {
+  std::string text = replace(kValid, "rx = [\"p0:0\", \"p0:1\"]", "rx = [\"p0:0\"]") + "\n[[lcores]]\ncpu = 0\nrx = [\"p0:1\"]\n";
+  EXPECT_EQ(error_of(text),
+            "t.toml:35: lcores[1]: key 'cpu': cpu 0 is already polled by lcores[0]; two polling lcores on one CPU halve "
+            "each other's rate");
+}
+
+TEST(ConfigLoader, RxQueuePolledByTwoLcores) {
+  std::string text = kValid + "\n[[lcores]]\ncpu = 1\nrx = [\"p0:1\"]\n";
+  EXPECT_EQ(error_of(text),
+            "t.toml:36: lcores[1]: key 'rx': \"p0:1\" is already polled by lcores[0]; each rx queue belongs to exactly "
+            "one lcore");
+}
+
+TEST(ConfigLoader, RxQueuePolledByNoLcore) {
+  EXPECT_EQ(error_of(replace(kValid, "rx = [\"p0:0\", \"p0:1\"]", "rx = [\"p0:0\"]")),
+            "t.toml:29: top level: key 'lcores': rx queue 1 of port \"p0\" (t.toml:13) is polled by no lcore; add "
+            "\"p0:1\" to an lcore's rx list");
+}
+
+TEST(ConfigLoader, RingSizesArePowersOfTwo) {
+  EXPECT_EQ(error_of(replace(kValid, "rx_queues = 2", "rx_queues = 2\nrx_ring_size = 1000")),
+            "t.toml:17: ports[0] 'p0': key 'rx_ring_size': expected a power of two from 1 to 1048576, got 1000 (try 1024)");
+  EXPECT_EQ(error_of(replace(kValid, "ring_size = 1024", "ring_size = 3000")),
+            "t.toml:23: endpoints[0] 'video': key 'ring_size': expected a power of two from 1 to 1048576, got 3000 (try "
+            "4096)");
+}
+
+TEST(ConfigLoader, RingSizeOnAnEndpointWithoutARing) {
+  EXPECT_EQ(error_of(replace(kValid, "action = \"sink\"", "action = \"sink\"\nring_size = 64")),
+            "t.toml:28: endpoints[1] 'rest': key 'ring_size': only endpoints with action \"ring\" have a ring (this one "
+            "is \"sink\")");
+}
+
+TEST(ConfigLoader, PoolBufferSizeAndHeadroom) {
+  EXPECT_EQ(error_of(replace(kValid, "buf_size = 2048", "buf_size = 3000")),
+            "t.toml:11: pools[0] 'rx': key 'buf_size': expected a power of two from 512 to 65536, got 3000");
+  EXPECT_EQ(error_of(replace(kValid, "buf_size = 2048", "buf_size = 512\nheadroom = 400")),
+            "t.toml:12: pools[0] 'rx': key 'headroom': headroom 400 leaves less than 64 data bytes in a 512-byte "
+            "buffer (128 bytes go to the buffer header)");
+}
+
+TEST(ConfigLoader, SeveralPoolsNeedAnExplicitPool) {
+  std::string text = replace(kValid, "[[ports]]", "[[pools]]\nname = \"other\"\n\n[[ports]]");
+  EXPECT_EQ(error_of(text), "t.toml:16: ports[0] 'p0': key 'pool': expected a string, got nothing (the key is required)");
+}
+
+TEST(ConfigLoader, MissingSections) {
+  EXPECT_EQ(error_of("[run]\nduration = 1\n"),
+            "t.toml:1: top level: key 'pools': expected at least one [[pools]] table (where receive buffers come from) "
+            "(and 2 more errors)");
+}
+
+TEST(ConfigLoader, WrongTypeNamesTheKey) {
+  EXPECT_EQ(error_of(replace(kValid, "duration = 2.5", "duration = \"2.5\"")),
+            "t.toml:2: [run]: key 'duration': expected a number from 0 to 1000000000, got a string");
+}
+
+}  // namespace
+}  // namespace rawpipe
