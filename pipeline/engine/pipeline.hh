@@ -151,7 +151,9 @@ class Pipeline {
  private:
   explicit Pipeline(const Plan& plan);
   Status build();
+  Status push_steering();
   void join_lcores() noexcept;
+  void stop_ports() noexcept;
 
   Plan plan_;
   std::vector<std::unique_ptr<Pool>> pools_;       // plan order; outlive ports_
@@ -160,9 +162,13 @@ class Pipeline {
   std::vector<std::unique_ptr<EndpointRings>> rings_;  // by endpoint id; null for non-ring endpoints
   std::vector<std::unique_ptr<Lcore>> lcores_;
   std::vector<std::thread> threads_;
+  std::vector<std::vector<int>> tx_queue_of_;      // [lcore][port]: its tx queue there, or -1
   std::atomic<bool> stop_flag_{false};
+  std::atomic<int> go_{0};                         // lcore threads: 0 wait, 1 run, 2 exit
   bool running_ = false;
+  bool started_once_ = false;
   bool ports_started_ = false;
+  std::uint32_t config_rules_ = 0;                 // rule ids 1..config_rules_ came from the plan
   std::uint64_t drained_ = 0;
 };
 

@@ -1,0 +1,105 @@
+// The compiled classification table and the classify stage.
+//
+// A ClassifyTable is built once from a list of steering rules (control path) and never changes
+// afterwards; lcores read it without locks (see classifier.hh for how tables are swapped at run
+// time). Lookup order, like libvma.conf priorities:
+//   1. exact 5-tuple  (protocol, full dst address, dst port, full src address, src port)
+//   2. exact 3-tuple  (protocol, full dst address, dst port), including rules that add a source
+//                     prefix, a VLAN or an ingress port on top of such a 3-tuple
+//   3. wildcards      every other rule, in an ordered list
+// The two exact levels are open-addressing hash tables (power-of-two size, linear probing, load
+// <= 1/2, prebuilt). A hash slot points at the rules that share its key, most specific first, and
+// each of them is checked in full (VLAN, ingress port, source prefix), so a more specific rule on
+// the same key is never shadowed. The wildcard list is sorted by: longer destination prefix, dst
+// port given, longer source prefix, src port given, VLAN given, ingress port given, protocol
+// given; ties keep config order. The first full match wins; when nothing matches, the table's
+// default applies (drop with DropReason::kNoMatch, or a catch-all endpoint).
+//
+// Rules match IP packets only (Mbuf::l3_type is IPv4 or IPv6). Ports are known only for UDP/TCP
+// packets whose L4 header parse found (first fragments and unfragmented packets); a rule naming a
+// port never matches a packet without one. VLAN rules look at the outer tag's VID.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "pipeline/buf/mbuf.hh"
+#include "pipeline/classify/rule.hh"
+#include "pipeline/common/status.hh"
+
+namespace rawpipe {
+
+// A rule reduced to masks and integers; what the data path compares.
+struct CompiledRule {
+  std::uint64_t dst[2], dst_mask[2];  // address bytes as loaded from the packet, masked
+  std::uint64_t src[2], src_mask[2];
+  std::uint8_t family;     // 0 any, 4, 6 (L3Type values)
+  std::uint8_t proto;      // kIpProtoAny or an IP protocol number
+  std::uint8_t dst_len, src_len;
+  std::uint16_t dport, sport, vlan, ingress;
+  std::uint8_t has_dport, has_sport, has_vlan, has_ingress;
+  std::uint16_t endpoint;
+  std::uint32_t flow_tag;
+  std::uint32_t rule_id;   // the Classifier's handle, for stats and tests
+};
+
+// The packet's fields as the classifier compares them.
+struct FlowKey {
+  std::uint64_t dst[2];
+  std::uint64_t src[2];
+  std::uint16_t dport, sport;
+  std::uint8_t proto;
+  std::uint8_t family;
+  std::uint8_t pad[2];
+};
+static_assert(sizeof(FlowKey) == 40, "FlowKey is hashed and compared as five 64-bit words");
+
+struct TableRule {
+  SteeringRule rule;       // ingress_port must already be resolved when the name was given
+  std::uint32_t id = 0;
+};
+
+struct TableDefault {
+  std::uint16_t endpoint = Mbuf::kNoEndpoint;  // kNoEndpoint: drop with kNoMatch
+};
+
+class ClassifyTable {
+ public:
+  // Control path. Fails only for a rule naming a port by name that was not resolved to an id.
+  static Result<std::unique_ptr<ClassifyTable>> build(const std::vector<TableRule>& rules, TableDefault dflt);
+
+  // Data path: sets Mbuf::endpoint of every packet whose drop_reason is 0, and drop_reason =
+  // kNoMatch for those that match nothing when the default is drop. Packets already dropped by
+  // parse are left alone. Sets flow_tag (and pkt_flag::kFlowTag) from the rule when the rule has
+  // a non-zero tag. Reads only the table and the packets; no allocation.
+  void classify_burst(Mbuf* const* pkts, unsigned n) const noexcept;
+
+  // Looks one packet up; returns the matched rule or nullptr.
+  const CompiledRule* lookup(const Mbuf* m) const noexcept;
+
+  std::size_t exact5_count() const noexcept { return n5_; }
+  std::size_t exact3_count() const noexcept { return n3_; }
+  std::size_t wildcard_count() const noexcept { return wild_.size(); }
+  std::uint16_t default_endpoint() const noexcept { return default_.endpoint; }
+
+ private:
+  struct Slot {
+    FlowKey key;
+    std::uint32_t first;   // index into cands_
+    std::uint32_t count;   // 0: empty slot
+  };
+  struct Hash {
+    std::vector<Slot> slots;
+    std::uint32_t mask = 0;
+  };
+  ClassifyTable() = default;
+
+  Hash h5_, h3_;
+  std::size_t n5_ = 0, n3_ = 0;
+  std::vector<CompiledRule> cands_;   // hash candidates, grouped per slot
+  std::vector<CompiledRule> wild_;
+  TableDefault default_;
+};
+
+}  // namespace rawpipe

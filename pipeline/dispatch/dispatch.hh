@@ -1,0 +1,79 @@
+// Dispatch: moves each packet of a classified burst to its one destination, in batches.
+//
+// Stage boundary. An lcore runs, per burst:
+//     classify  ->  verdicts  ->  [filter stage]  ->  dispatch
+// After classify, make_verdicts() fills one Verdict per packet: kDrop for packets that already
+// carry a drop_reason (malformed, no match), kRecv otherwise. The filter stage of the Extra API
+// (issue 3) goes exactly between make_verdicts() and Dispatcher::dispatch_burst(): per-endpoint
+// and per-queue callbacks see the burst (pkts[0..n), with Mbuf::endpoint set) and may rewrite
+// verdicts[i]:
+//   kRecv  deliver as the endpoint's action says;
+//   kDrop  drop; the filter sets Mbuf::drop_reason (kFilterDrop when it leaves it 0);
+//   kHold  the filter's owner now holds the buffer (it frees it later, from any thread);
+//          dispatch counts it as delivered to Mbuf::endpoint and does not touch it again.
+// Nothing else in the lcore loop changes when the filter stage is added.
+//
+// Batching: dispatch groups the burst by destination (endpoint ring, sink, transmit port, drop)
+// with a counting pass, then does one ring enqueue / one tx_burst / one bulk free per destination.
+//
+// Actions (pipeline/plan/plan.hh EndpointAction):
+//   kRing     enqueue on this lcore's SPSC ring of the endpoint; ring full -> kEndpointRingFull
+//   kSink     count as delivered and free on the lcore
+//   kEcho     5-tuple swap in place (echo.hh) and tx_burst on the ingress port's tx queue owned by
+//             this lcore; not UDP -> kNotForUs
+//   kForward  tx_burst unchanged on the endpoint's forward port
+// Buffers tx_burst does not take are dropped as kTxFailed.
+//
+// Thread-safety: a Dispatcher belongs to one lcore; it writes only that lcore's counters, rings
+// (as their single producer) and tx queues.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "pipeline/buf/mbuf.hh"
+#include "pipeline/plan/plan.hh"
+#include "pipeline/ring/ring.hh"
+#include "pipeline/stats/lcore_counters.hh"
+#include "pmd/port.hh"
+
+namespace rawpipe {
+
+enum class Verdict : std::uint8_t { kRecv = 0, kDrop = 1, kHold = 2 };
+
+// kDrop for packets with a drop_reason, kRecv for the others.
+inline void make_verdicts(Mbuf* const* pkts, Verdict* verdicts, unsigned n) noexcept {
+  for (unsigned i = 0; i < n; ++i) verdicts[i] = pkts[i]->drop_reason ? Verdict::kDrop : Verdict::kRecv;
+}
+
+using EndpointRing = SpscRing<Mbuf*>;
+
+class Dispatcher {
+ public:
+  // What one endpoint's packets do on this lcore.
+  struct Route {
+    EndpointAction action = EndpointAction::kSink;
+    std::uint16_t forward_port = 0;   // kForward
+    EndpointRing* ring = nullptr;     // kRing: this lcore's ring for the endpoint
+  };
+
+  // routes by endpoint id; tx by port id (burst == nullptr: this lcore may not transmit there, and
+  // packets routed there drop as kTxFailed). Allocates its scratch tables here, never later.
+  Dispatcher(std::vector<Route> routes, std::vector<TxQueueHandle> tx, LcoreCounters* counters);
+
+  // Consumes pkts[0..n): every packet ends delivered, transmitted, held or dropped and counted.
+  void dispatch_burst(Mbuf* const* pkts, const Verdict* verdicts, unsigned n) noexcept;
+
+ private:
+  static constexpr std::uint16_t kUnused = 0xffff;
+
+  std::vector<Route> routes_;
+  std::vector<TxQueueHandle> tx_;
+  LcoreCounters* counters_;
+  std::uint16_t n_endpoints_;
+  // Destination d: endpoint d for d < n_endpoints_, port d - n_endpoints_ otherwise.
+  std::vector<std::uint16_t> slot_of_dest_;  // kUnused between bursts
+};
+
+}  // namespace rawpipe

@@ -1,0 +1,468 @@
+#include "pipeline/engine/pipeline.hh"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "pipeline/classify/classifier.hh"
+#include "pipeline/classify/rule.hh"
+#include "pipeline/dispatch/dispatch.hh"
+#include "pipeline/lcore/lcore.hh"
+
+namespace rawpipe {
+
+// The rings of one kRing endpoint: one per lcore (each lcore is the only producer of its ring).
+struct EndpointRings {
+  std::vector<std::unique_ptr<EndpointRing>> per_lcore;
+  // Consumer side. `busy` makes a second consumer (or stop() draining) back off instead of
+  // breaking the single-consumer rule; `next` rotates the first ring read for fairness.
+  std::atomic<bool> busy{false};
+  unsigned next = 0;
+};
+
+namespace {
+
+std::string where(const SourceLocation& w) {
+  if (w.file.empty()) return "";
+  return w.line > 0 ? fmt::format("{}:{}: ", w.file, w.line) : fmt::format("{}: ", w.file);
+}
+
+std::string allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return "unknown";
+  std::string out;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) out += fmt::format("{}{}", out.empty() ? "" : ",", c);
+  return out;
+}
+
+bool lock_consumer(std::atomic<bool>& busy) noexcept {
+  // Acquire pairs with the release in unlock_consumer(): the previous consumer's ring reads and
+  // index updates are visible to us.
+  return !busy.exchange(true, std::memory_order_acquire);
+}
+void unlock_consumer(std::atomic<bool>& busy) noexcept { busy.store(false, std::memory_order_release); }
+
+}  // namespace
+
+std::uint64_t LcoreStats::dropped() const noexcept {
+  std::uint64_t s = 0;
+  for (std::uint64_t d : drops) s += d;
+  return s;
+}
+
+std::uint64_t Accounting::dropped() const noexcept {
+  std::uint64_t s = 0;
+  for (std::uint64_t d : drops) s += d;
+  return s;
+}
+
+std::uint64_t Accounting::outstanding() const noexcept {
+  std::uint64_t s = 0;
+  for (const PoolUsage& p : pools) s += p.outstanding;
+  return s;
+}
+
+bool Accounting::balanced() const noexcept {
+  return rx_packets == delivered + transmitted + dropped() && outstanding() == 0;
+}
+
+Pipeline::Pipeline(const Plan& plan) : plan_(plan) {}
+
+Pipeline::~Pipeline() {
+  (void)stop();
+  lcores_.clear();
+  rings_.clear();
+  classifier_.reset();
+  ports_.clear();  // ports return their buffers before the pools go away
+  pools_.clear();
+}
+
+Result<std::unique_ptr<Pipeline>> Pipeline::create(const Plan& plan) {
+  std::unique_ptr<Pipeline> p(new Pipeline(plan));
+  RAWPIPE_TRY(p->build());
+  return p;
+}
+
+Status Pipeline::build() {
+  const Plan& plan = plan_;
+  const std::size_t n_ep = plan.endpoints.size();
+  const std::size_t n_ports = plan.ports.size();
+  if (plan.lcores.empty()) return Status::errorf("{}the plan has no lcores: add at least one [[lcores]] entry", where({plan.source, 0}));
+  if (n_ep >= Mbuf::kNoEndpoint) return Status::errorf("{}more than {} endpoints", where({plan.source, 0}), Mbuf::kNoEndpoint - 1);
+  for (std::size_t i = 0; i < n_ep; ++i)
+    if (plan.endpoints[i].id != i)
+      return Status::errorf("{}endpoint '{}' has id {} but is entry {} (internal: ids must be positions)",
+                            where(plan.endpoints[i].where), plan.endpoints[i].name, plan.endpoints[i].id, i);
+  for (std::size_t i = 0; i < n_ports; ++i)
+    if (plan.ports[i].id != i)
+      return Status::errorf("{}port '{}' has id {} but is entry {} (internal: ids must be positions)",
+                            where(plan.ports[i].where), plan.ports[i].name, plan.ports[i].id, i);
+  if (plan.default_action == DefaultAction::kEndpoint && plan.default_endpoint >= n_ep)
+    return Status::errorf("{}the default endpoint id {} does not exist", where({plan.source, 0}), plan.default_endpoint);
+
+  // Pools.
+  for (const PoolPlan& pp : plan.pools) {
+    auto pool = Pool::create(pp.config);
+    if (!pool) return Status::errorf("{}{}", where(pp.where), pool.message());
+    pools_.push_back(std::move(pool).value());
+  }
+
+  // Ports.
+  for (const PortPlan& pp : plan.ports) {
+    Pool* pool = nullptr;
+    for (auto& pl : pools_)
+      if (pl->name() == pp.pool) pool = pl.get();
+    if (!pool) return Status::errorf("{}port '{}': pool '{}' is not defined", where(pp.where), pp.name, pp.pool);
+    if (!pp.spec) return Status::errorf("{}port '{}': no driver settings (internal: PortPlan::spec is null)", where(pp.where), pp.name);
+    PortEnv env;
+    env.port_id = pp.id;
+    env.name = pp.name;
+    env.rx_queues = pp.rx_queues;
+    env.tx_queues = pp.tx_queues;
+    env.rx_ring_size = pp.rx_ring_size;
+    env.tx_ring_size = pp.tx_ring_size;
+    env.pool = pool;
+    auto port = pp.spec->open(env);
+    if (!port) return Status::errorf("{}port '{}' (pmd {}): {}", where(pp.where), pp.name, pp.pmd, port.message());
+    ports_.push_back(std::move(port).value());
+  }
+
+  // Endpoints: actions and rules.
+  std::vector<TableRule> rules;
+  for (const EndpointPlan& ep : plan.endpoints) {
+    if (ep.action == EndpointAction::kForward && ep.forward_port_id >= n_ports)
+      return Status::errorf("{}endpoint '{}': forward port id {} does not exist", where(ep.where), ep.name, ep.forward_port_id);
+    if (ep.action == EndpointAction::kRing && (!is_power_of_two(ep.ring_size) || ep.ring_size < 2))
+      return Status::errorf("{}endpoint '{}': ring_size {} must be a power of two >= 2", where(ep.where), ep.name, ep.ring_size);
+    for (const std::string& text : ep.match) {
+      auto rule = parse_match_rule(text);
+      if (!rule) return Status::errorf("{}endpoint '{}': {}", where(ep.where), ep.name, rule.message());
+      MatchRule m = std::move(rule).value();
+      if (!m.ingress_port_name.empty()) {
+        auto id = port_id(m.ingress_port_name);
+        if (!id) return Status::errorf("{}endpoint '{}': rule '{}': no port named '{}'", where(ep.where), ep.name, text, m.ingress_port_name);
+        m.ingress_port = *id;
+      }
+      rules.push_back({SteeringRule{std::move(m), ep.id, 0}, 0});
+    }
+  }
+  TableDefault dflt;
+  if (plan.default_action == DefaultAction::kEndpoint) dflt.endpoint = plan.default_endpoint;
+  auto cls = Classifier::create(static_cast<unsigned>(plan.lcores.size()), rules, dflt);
+  if (!cls) return cls.status().context(plan.source.empty() ? "classifier" : plan.source);
+  classifier_ = std::move(cls).value();
+  config_rules_ = static_cast<std::uint32_t>(rules.size());
+  RAWPIPE_TRY(push_steering());
+
+  // Lcores: queue ownership, bursts.
+  std::map<std::pair<std::uint16_t, std::uint16_t>, std::uint16_t> owner;
+  for (const LcorePlan& lp : plan.lcores) {
+    if (lp.burst == 0 || lp.burst > kMaxBurst)
+      return Status::errorf("{}lcore {}: burst {} must be from 1 to {}", where(lp.where), lp.id, lp.burst, kMaxBurst);
+    if (lp.rx.empty()) return Status::errorf("{}lcore {}: polls no queue; give it at least one rx queue", where(lp.where), lp.id);
+    for (const LcorePlan::RxQueue& q : lp.rx) {
+      if (q.port >= n_ports) return Status::errorf("{}lcore {}: port id {} does not exist", where(lp.where), lp.id, q.port);
+      if (q.queue >= plan.ports[q.port].rx_queues)
+        return Status::errorf("{}lcore {}: port '{}' has {} rx queue(s); queue {} does not exist", where(lp.where), lp.id,
+                              plan.ports[q.port].name, plan.ports[q.port].rx_queues, q.queue);
+      auto [it, fresh] = owner.emplace(std::make_pair(q.port, q.queue), lp.id);
+      if (!fresh)
+        return Status::errorf("{}lcore {}: port '{}' rx queue {} is already polled by lcore {}; each queue has one owner",
+                              where(lp.where), lp.id, plan.ports[q.port].name, q.queue, it->second);
+    }
+  }
+
+  // Transmit queues: every lcore gets its own tx queue on each port it may send on.
+  bool any_echo = false;
+  std::set<std::uint16_t> forward_ports;
+  for (const EndpointPlan& ep : plan.endpoints) {
+    any_echo |= ep.action == EndpointAction::kEcho;
+    if (ep.action == EndpointAction::kForward) forward_ports.insert(ep.forward_port_id);
+  }
+  std::vector<std::uint16_t> next_txq(n_ports, 0);
+  tx_queue_of_.assign(plan.lcores.size(), std::vector<int>(n_ports, -1));
+  for (std::size_t l = 0; l < plan.lcores.size(); ++l) {
+    std::set<std::uint16_t> ports = forward_ports;
+    if (any_echo)
+      for (const LcorePlan::RxQueue& q : plan.lcores[l].rx) ports.insert(q.port);
+    for (std::uint16_t port : ports) {
+      const PortPlan& pp = plan.ports[port];
+      if (next_txq[port] >= pp.tx_queues)
+        return Status::errorf("{}port '{}' has {} tx queue(s) but more lcores may transmit on it (echo or forward "
+                              "endpoints); give it tx_queues = {} or more so each lcore owns one",
+                              where(pp.where), pp.name, pp.tx_queues, next_txq[port] + 1u);
+      tx_queue_of_[l][port] = next_txq[port]++;
+    }
+  }
+
+  // Endpoint rings.
+  rings_.resize(n_ep);
+  for (const EndpointPlan& ep : plan.endpoints) {
+    if (ep.action != EndpointAction::kRing) continue;
+    auto r = std::make_unique<EndpointRings>();
+    for (std::size_t l = 0; l < plan.lcores.size(); ++l) {
+      auto ring = EndpointRing::create(ep.ring_size);
+      if (!ring) return Status::errorf("{}endpoint '{}': {}", where(ep.where), ep.name, ring.message());
+      r->per_lcore.push_back(std::move(ring).value());
+    }
+    rings_[ep.id] = std::move(r);
+  }
+
+  for (std::size_t l = 0; l < plan.lcores.size(); ++l)
+    lcores_.push_back(std::make_unique<Lcore>(plan.lcores[l], static_cast<unsigned>(l), n_ep, n_ports));
+  return Status::ok();
+}
+
+Status Pipeline::push_steering() {
+  std::vector<TableRule> all = classifier_->rules();
+  for (std::size_t p = 0; p < ports_.size(); ++p) {
+    SteeringRules sr;
+    for (const TableRule& r : all)
+      if (!r.rule.match.ingress_port || *r.rule.match.ingress_port == p) sr.rules.push_back(r.rule);
+    Status s = ports_[p]->update_steering(sr);
+    if (!s) return Status::errorf("{}port '{}': cannot steer the endpoints' traffic: {}", where(plan_.ports[p].where),
+                                  plan_.ports[p].name, s.message());
+  }
+  return Status::ok();
+}
+
+Status Pipeline::start() {
+  if (running_) return Status::error("the pipeline is already running");
+  if (started_once_) return Status::error("the pipeline was stopped and cannot be restarted; create a new one");
+  started_once_ = true;
+  stop_flag_.store(false, std::memory_order_relaxed);
+
+  for (std::size_t p = 0; p < ports_.size(); ++p) {
+    Status s = ports_[p]->start();
+    if (!s) {
+      for (std::size_t q = 0; q < p; ++q) ports_[q]->stop();
+      return Status::errorf("{}port '{}': cannot start: {}", where(plan_.ports[p].where), plan_.ports[p].name, s.message());
+    }
+  }
+  ports_started_ = true;
+
+  std::vector<Pool*> pools;
+  for (auto& pl : pools_) pools.push_back(pl.get());
+  for (std::size_t l = 0; l < lcores_.size(); ++l) {
+    const LcorePlan& lp = plan_.lcores[l];
+    std::vector<Lcore::RxQueue> rx;
+    for (const LcorePlan::RxQueue& q : lp.rx) rx.push_back({ports_[q.port]->rx_queue(q.queue), q.port, q.queue});
+    std::vector<TxQueueHandle> tx(ports_.size());
+    for (std::size_t p = 0; p < ports_.size(); ++p)
+      if (tx_queue_of_[l][p] >= 0) tx[p] = ports_[p]->tx_queue(static_cast<std::uint16_t>(tx_queue_of_[l][p]));
+    std::vector<Dispatcher::Route> routes(plan_.endpoints.size());
+    for (const EndpointPlan& ep : plan_.endpoints) {
+      Dispatcher::Route& r = routes[ep.id];
+      r.action = ep.action;
+      r.forward_port = ep.forward_port_id;
+      if (rings_[ep.id]) r.ring = rings_[ep.id]->per_lcore[l].get();
+    }
+    for (const Lcore::RxQueue& q : rx)
+      if (!q.rx.burst) {
+        stop_ports();
+        return Status::errorf("{}port '{}' gave no receive function for queue {} (driver bug)", where(plan_.ports[q.port].where),
+                              plan_.ports[q.port].name, q.queue);
+      }
+    auto dispatcher = std::make_unique<Dispatcher>(std::move(routes), std::move(tx), &lcores_[l]->counters_mut());
+    lcores_[l]->bind(std::move(rx), std::move(dispatcher), classifier_.get(), pools);
+  }
+
+  // Threads wait for `go` so a failed pin can abort them before they touch a queue.
+  go_.store(0, std::memory_order_relaxed);
+  for (std::size_t l = 0; l < lcores_.size(); ++l) {
+    Lcore* lc = lcores_[l].get();
+    threads_.emplace_back([this, lc] {
+      int g;
+      // A: pairs with the release stores of go_ below: binding above is visible.
+      while ((g = go_.load(std::memory_order_acquire)) == 0) std::this_thread::yield();
+      if (g == 1) lc->run(stop_flag_);
+    });
+    const int cpu = plan_.lcores[l].cpu;
+    std::string name = fmt::format("rawpipe-lc{}", plan_.lcores[l].id);
+    (void)pthread_setname_np(threads_.back().native_handle(), name.substr(0, 15).c_str());
+    if (cpu >= 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      int err = cpu < CPU_SETSIZE ? 0 : EINVAL;
+      if (!err) {
+        CPU_SET(cpu, &set);
+        err = pthread_setaffinity_np(threads_.back().native_handle(), sizeof set, &set);
+      }
+      if (err) {
+        std::string allowed = allowed_cpus();
+        go_.store(2, std::memory_order_release);
+        join_lcores();
+        stop_ports();
+        return Status::errorf("{}lcore {}: cannot pin to cpu {}: {}; this process may use cpus {}",
+                              where(plan_.lcores[l].where), plan_.lcores[l].id, cpu, std::strerror(err), allowed);
+      }
+    }
+  }
+  go_.store(1, std::memory_order_release);
+  running_ = true;
+  return Status::ok();
+}
+
+void Pipeline::request_stop() noexcept {
+  // Relaxed: lcores only need to see it eventually; join() gives the ordering.
+  stop_flag_.store(true, std::memory_order_relaxed);
+}
+
+void Pipeline::join_lcores() noexcept {
+  for (std::thread& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+}
+
+void Pipeline::stop_ports() noexcept {
+  if (!ports_started_) return;
+  for (auto& port : ports_) port->stop();
+  ports_started_ = false;
+}
+
+Status Pipeline::stop() {
+  request_stop();
+  join_lcores();
+  stop_ports();
+  // The rings' packets were counted as delivered when queued; nobody will consume them now.
+  for (auto& r : rings_) {
+    if (!r) continue;
+    while (!lock_consumer(r->busy)) std::this_thread::yield();
+    Mbuf* batch[kMaxBurst];
+    for (auto& ring : r->per_lcore)
+      while (unsigned n = ring->dequeue_burst(batch, kMaxBurst)) {
+        mbuf_free_bulk(batch, n);
+        drained_ += n;
+      }
+    unlock_consumer(r->busy);
+  }
+  if (classifier_) classifier_->reclaim();
+  running_ = false;
+  return Status::ok();
+}
+
+unsigned Pipeline::endpoint_receive(std::uint16_t endpoint, Mbuf** out, unsigned n) noexcept {
+  if (endpoint >= rings_.size() || !rings_[endpoint]) return 0;
+  EndpointRings& r = *rings_[endpoint];
+  if (!lock_consumer(r.busy)) return 0;
+  const unsigned rings = static_cast<unsigned>(r.per_lcore.size());
+  unsigned got = 0;
+  for (unsigned i = 0; i < rings && got < n; ++i) {
+    unsigned idx = r.next + i;
+    if (idx >= rings) idx -= rings;
+    got += r.per_lcore[idx]->dequeue_burst(out + got, n - got);
+  }
+  if (++r.next >= rings) r.next = 0;
+  unlock_consumer(r.busy);
+  return got;
+}
+
+Result<std::uint32_t> Pipeline::add_rule(std::uint16_t endpoint, std::string_view text) {
+  if (endpoint >= plan_.endpoints.size())
+    return Status::errorf("endpoint id {} does not exist (there are {})", endpoint, plan_.endpoints.size());
+  auto rule = parse_match_rule(text);
+  if (!rule) return rule.status();
+  MatchRule m = std::move(rule).value();
+  if (!m.ingress_port_name.empty()) {
+    auto id = port_id(m.ingress_port_name);
+    if (!id) return Status::errorf("rule '{}': no port named '{}'", text, m.ingress_port_name);
+    m.ingress_port = *id;
+  }
+  auto id = classifier_->add(SteeringRule{std::move(m), endpoint, 0});
+  if (!id) return id;
+  Status s = push_steering();
+  if (!s) {
+    (void)classifier_->remove(id.value());
+    (void)push_steering();
+    return s;
+  }
+  return id;
+}
+
+Status Pipeline::remove_rule(std::uint32_t rule_id) {
+  RAWPIPE_TRY(classifier_->remove(rule_id));
+  return push_steering();
+}
+
+std::vector<RuleInfo> Pipeline::rules() const {
+  std::vector<RuleInfo> out;
+  for (const TableRule& r : classifier_->rules())
+    out.push_back({r.id, r.rule.endpoint, format_match_rule(r.rule.match), r.id <= config_rules_});
+  return out;
+}
+
+std::optional<std::uint16_t> Pipeline::endpoint_id(std::string_view name) const noexcept {
+  for (const EndpointPlan& e : plan_.endpoints)
+    if (e.name == name) return e.id;
+  return std::nullopt;
+}
+
+std::optional<std::uint16_t> Pipeline::port_id(std::string_view name) const noexcept {
+  for (const PortPlan& p : plan_.ports)
+    if (p.name == name) return p.id;
+  return std::nullopt;
+}
+
+const Pool* Pipeline::pool(std::string_view name) const noexcept {
+  for (const auto& p : pools_)
+    if (p->name() == name) return p.get();
+  return nullptr;
+}
+
+PipelineSnapshot Pipeline::snapshot() const {
+  PipelineSnapshot s;
+  s.time_ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+  s.running = running_;
+  s.delivered_per_endpoint.assign(plan_.endpoints.size(), 0);
+  s.transmitted_per_port.assign(ports_.size(), 0);
+  s.total.id = 0xffff;
+  for (const auto& lc : lcores_) {
+    const LcoreCounters& c = lc->counters();
+    LcoreStats st;
+    st.id = lc->plan().id;
+    st.cpu = lc->plan().cpu;
+    st.rx_packets = c.rx_packets.load();
+    st.rx_bytes = c.rx_bytes.load();
+    st.bursts = c.bursts.load();
+    st.empty_polls = c.empty_polls.load();
+    st.delivered = c.delivered.load();
+    st.transmitted = c.transmitted.load();
+    for (std::size_t r = 0; r < kDropReasonCount; ++r) st.drops[r] = c.drops[r].load();
+    for (std::size_t e = 0; e < s.delivered_per_endpoint.size(); ++e) s.delivered_per_endpoint[e] += c.delivered_per_endpoint[e].load();
+    for (std::size_t p = 0; p < s.transmitted_per_port.size(); ++p) s.transmitted_per_port[p] += c.transmitted_per_port[p].load();
+    s.total.rx_packets += st.rx_packets;
+    s.total.rx_bytes += st.rx_bytes;
+    s.total.bursts += st.bursts;
+    s.total.empty_polls += st.empty_polls;
+    s.total.delivered += st.delivered;
+    s.total.transmitted += st.transmitted;
+    for (std::size_t r = 0; r < kDropReasonCount; ++r) s.total.drops[r] += st.drops[r];
+    s.lcores.push_back(st);
+  }
+  return s;
+}
+
+Accounting Pipeline::accounting() const {
+  PipelineSnapshot s = snapshot();
+  Accounting a;
+  a.rx_packets = s.total.rx_packets;
+  a.rx_bytes = s.total.rx_bytes;
+  a.delivered = s.total.delivered;
+  a.transmitted = s.total.transmitted;
+  a.drops = s.total.drops;
+  a.delivered_per_endpoint = std::move(s.delivered_per_endpoint);
+  a.transmitted_per_port = std::move(s.transmitted_per_port);
+  a.drained = drained_;
+  for (const auto& p : pools_) a.pools.push_back({p->name(), p->count(), p->in_use()});
+  return a;
+}
+
+}  // namespace rawpipe

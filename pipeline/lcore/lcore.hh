@@ -1,0 +1,68 @@
+// One lcore: a worker thread that owns some (port, rx queue) pairs and runs each burst to
+// completion: rx_burst -> parse -> classify -> verdicts -> [filters] -> dispatch.
+//
+// State an lcore writes is its own: its counters, its dispatcher (its SPSC endpoint rings and its
+// tx queues), its pool caches. It reads the current classification table through the Classifier
+// once per loop pass and reports a quiescent state after the pass, so tables can be swapped while
+// it runs (classifier.hh).
+//
+// Empty polls: by default the loop never sleeps (DPDK-style busy poll: lowest latency, one core
+// at 100%). With LcorePlan::idle_sleep_us > 0, a pass in which no queue returned a packet ends
+// with a sleep of that length (one syscall per idle pass, none while traffic flows).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "pipeline/buf/pool.hh"
+#include "pipeline/classify/classifier.hh"
+#include "pipeline/dispatch/dispatch.hh"
+#include "pipeline/plan/plan.hh"
+#include "pipeline/stats/lcore_counters.hh"
+#include "pmd/port.hh"
+
+namespace rawpipe {
+
+class Lcore {
+ public:
+  struct RxQueue {
+    RxQueueHandle rx;
+    std::uint16_t port = 0;
+    std::uint16_t queue = 0;
+  };
+
+  // `index` is the lcore's position in the plan and its Classifier reader number.
+  Lcore(const LcorePlan& plan, unsigned index, std::size_t endpoints, std::size_t ports);
+
+  // Control path, before run(): the queues this lcore polls, and its dispatcher.
+  void bind(std::vector<RxQueue> rx, std::unique_ptr<Dispatcher> dispatcher, Classifier* classifier,
+            std::vector<Pool*> pools);
+
+  // The thread body. Returns once `stop` reads true (checked once per loop pass).
+  void run(const std::atomic<bool>& stop) noexcept;
+
+  // Polls every queue once (one loop pass without the stop check, cache attach or sleep); for
+  // tests and benchmarks that drive an lcore from their own thread. Returns packets received.
+  unsigned poll_once() noexcept;
+
+  const LcoreCounters& counters() const noexcept { return *counters_; }
+  LcoreCounters& counters_mut() noexcept { return *counters_; }
+  const LcorePlan& plan() const noexcept { return plan_; }
+  unsigned index() const noexcept { return index_; }
+
+ private:
+  unsigned poll_queues(const ClassifyTable* table) noexcept;
+
+  LcorePlan plan_;
+  unsigned index_;
+  std::unique_ptr<LcoreCounters> counters_;
+  std::vector<RxQueue> rx_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  Classifier* classifier_ = nullptr;
+  std::vector<Pool*> pools_;
+};
+
+}  // namespace rawpipe
