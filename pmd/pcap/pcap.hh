@@ -1,0 +1,74 @@
+// pcap poll-mode driver: internal types shared by device.cc, rx.cc and tx.cc.
+//
+// Receive replays a capture file (pcap or pcapng, read by libpcap with nanosecond timestamps)
+// into pool buffers, one copy per frame: as fast as possible, at the file's recorded timing, or at
+// a fixed packet rate, `loop` times (0: forever). Each pass reopens the file, once per pass and
+// never per packet. A file that ends in the middle of a record (a capture cut short) ends the pass
+// with one counted error, never a crash. The frames keep their recorded timestamps.
+//
+// Transmit appends each frame to a pcap or pcapng file (nanosecond timestamps) through
+// pipeline/capture/writer.hh; buffered stdio, no system call per frame.
+#pragma once
+
+#include <pcap/pcap.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "pipeline/buf/pool.hh"
+#include "pipeline/capture/writer.hh"
+#include "pmd/port.hh"
+
+namespace rawpipe::pcap_pmd {
+
+inline void count_add(std::uint64_t& counter, std::uint64_t n) noexcept {
+  // Single writer (the queue's lcore), relaxed readers (stats): a statistic, no data edge.
+  std::atomic_ref<std::uint64_t> c(counter);
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+inline std::uint64_t count_load(const std::uint64_t& counter) noexcept {
+  return std::atomic_ref<const std::uint64_t>(counter).load(std::memory_order_relaxed);
+}
+
+enum class Timing : std::uint8_t { kFast, kRecorded, kRate };
+
+struct RxQueue {
+  pcap_t* handle = nullptr;
+  std::string file;
+  Timing timing = Timing::kFast;
+  double rate_pps = 0;
+  std::uint64_t loops = 1;            // 0: forever
+  Pool* pool = nullptr;
+  std::uint16_t port = 0;
+  // Replay state (lcore only).
+  const pcap_pkthdr* pending_hdr = nullptr;  // read but not yet delivered (not yet due)
+  const std::uint8_t* pending_data = nullptr;
+  std::uint64_t pass = 0;             // passes completed
+  bool pass_started = false;
+  std::uint64_t wall0_ns = 0;         // monotonic time of the pass's (or the rate's) first frame
+  std::uint64_t file0_ns = 0;         // recorded time of the pass's first frame
+  std::uint64_t released = 0;         // frames released since wall0 (rate timing)
+  std::uint64_t reopen_failures = 0;
+  QueueCounters counters;
+  std::uint64_t file_errors = 0;      // truncated or unreadable records (each ends a pass)
+  std::uint64_t snapped = 0;          // frames recorded shorter than on the wire (delivered cut)
+  std::uint64_t oversize = 0;         // frames larger than a pool buffer (dropped)
+  std::atomic<bool> finished{false};  // every pass done; rx_burst returns 0 from now on
+};
+
+struct TxQueue {
+  std::unique_ptr<CaptureWriter> writer;
+  QueueCounters counters;
+};
+
+std::uint16_t rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
+std::uint16_t rx_none(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
+std::uint16_t tx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
+std::uint16_t tx_none(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
+
+// Opens a capture for reading with nanosecond timestamps; checks the link type is Ethernet.
+Result<pcap_t*> open_capture(const std::string& file);
+
+}  // namespace rawpipe::pcap_pmd
