@@ -66,4 +66,12 @@ RAWPIPE_ALWAYS_INLINE CqPoll cq_peek(const CompletionQueue& cq, const Cqe*& out)
   return CqPoll::kReady;
 }
 
+// The doorbell policy instance for a queue: rdma::HwDoorbell on a NIC, rdma::ModelDoorbell (which
+// hands each register write to the model) in tests and the mana-model PMD.
+template <class Db, class Queue>
+RAWPIPE_ALWAYS_INLINE Db doorbell_of(const Queue& q) noexcept {
+  if constexpr (Db::kModel) return Db{q.db_sink};
+  else return Db{};
+}
+
 }  // namespace rawpipe::mana

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "pmd/mana/doorbell.hh"
+#include "pmd/rdma/doorbell.hh"
 
 namespace rawpipe::mana {
 namespace {
@@ -80,7 +80,7 @@ void rx_refill(RxQueue& q) noexcept {
     need -= take;
     posted = true;
   }
-  if (posted) Db::ring(q.doorbell, kDoorbellRq, rq_doorbell(q.rq.id, q.rq.head));
+  if (posted) doorbell_of<Db>(q).mmio64(q.db_page, kDoorbellRq, rq_doorbell(q.rq.id, q.rq.head));
 }
 
 template <class Db>
@@ -179,9 +179,9 @@ void rx_release_all(RxQueue& q) noexcept {
   }
 }
 
-template void rx_refill<MmioDoorbell>(RxQueue&) noexcept;
-template void rx_refill<ModelDoorbell>(RxQueue&) noexcept;
-template std::uint16_t rx_burst<MmioDoorbell>(void*, Mbuf**, std::uint16_t) noexcept;
-template std::uint16_t rx_burst<ModelDoorbell>(void*, Mbuf**, std::uint16_t) noexcept;
+template void rx_refill<rdma::HwDoorbell>(RxQueue&) noexcept;
+template void rx_refill<rdma::ModelDoorbell>(RxQueue&) noexcept;
+template std::uint16_t rx_burst<rdma::HwDoorbell>(void*, Mbuf**, std::uint16_t) noexcept;
+template std::uint16_t rx_burst<rdma::ModelDoorbell>(void*, Mbuf**, std::uint16_t) noexcept;
 
 }  // namespace rawpipe::mana

@@ -2,7 +2,7 @@
 // room), the RQ doorbell with the free-running byte offset, and CQ polling by owner bits. One CQE
 // may carry up to four packets (CQE_RX_COALESCED_4), one per consumed WQE in posting order.
 //
-// The burst function is a template over the doorbell policy (pmd/mana/doorbell.hh): the same code
+// The burst function is a template over the doorbell policy (pmd/rdma/doorbell.hh): the same code
 // rings the hardware page or the device model; the port picks the instance once at setup.
 // A queue is used by one thread at a time (the lcore that polls it).
 #pragma once
@@ -14,6 +14,7 @@
 
 #include "pipeline/buf/pool.hh"
 #include "pmd/mana/queue.hh"
+#include "pmd/rdma/doorbell.hh"
 
 namespace rawpipe::mana {
 
@@ -35,7 +36,8 @@ struct RxCounters {
 struct RxQueue {
   WorkQueue rq;
   CompletionQueue cq;
-  void* doorbell = nullptr;        // the policy's target: db_page, or the model
+  void* db_page = nullptr;                       // the context's doorbell page
+  const rdma::DoorbellSink* db_sink = nullptr;   // the device model (ModelDoorbell only)
   Pool* pool = nullptr;
   std::uint32_t lkey = 0;
   std::uint16_t port_id = 0;

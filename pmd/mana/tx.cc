@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "pmd/mana/doorbell.hh"
+#include "pmd/rdma/doorbell.hh"
 
 namespace rawpipe::mana {
 namespace {
@@ -201,7 +201,7 @@ std::uint16_t tx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
     q.suppressed[d] = suppress;
   }
   if (sent) {
-    Db::ring(q.doorbell, kDoorbellSq, sq_doorbell(q.sq.id, q.sq.head));
+    doorbell_of<Db>(q).mmio64(q.db_page, kDoorbellSq, sq_doorbell(q.sq.id, q.sq.head));
     if (csum) bump(q.counters.csum_offloaded, csum);
   }
   return static_cast<std::uint16_t>(sent);
@@ -214,7 +214,7 @@ void tx_release_all(TxQueue& q) noexcept {
   q.sq.tail = q.sq.head;
 }
 
-template std::uint16_t tx_burst<MmioDoorbell>(void*, Mbuf**, std::uint16_t) noexcept;
-template std::uint16_t tx_burst<ModelDoorbell>(void*, Mbuf**, std::uint16_t) noexcept;
+template std::uint16_t tx_burst<rdma::HwDoorbell>(void*, Mbuf**, std::uint16_t) noexcept;
+template std::uint16_t tx_burst<rdma::ModelDoorbell>(void*, Mbuf**, std::uint16_t) noexcept;
 
 }  // namespace rawpipe::mana

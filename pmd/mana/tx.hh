@@ -15,6 +15,7 @@
 
 #include "pipeline/buf/pool.hh"
 #include "pmd/mana/queue.hh"
+#include "pmd/rdma/doorbell.hh"
 
 namespace rawpipe::mana {
 
@@ -39,7 +40,8 @@ struct TxCounters {
 struct TxQueue {
   WorkQueue sq;
   CompletionQueue cq;
-  void* doorbell = nullptr;
+  void* db_page = nullptr;                       // the context's doorbell page
+  const rdma::DoorbellSink* db_sink = nullptr;   // the device model (ModelDoorbell only)
   std::uint32_t lkey = 0;
   const std::uint8_t* mr_begin = nullptr;  // the registered region (the pool)
   const std::uint8_t* mr_end = nullptr;

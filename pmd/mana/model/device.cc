@@ -176,6 +176,15 @@ struct ManaModel::Wq {
 
 ManaModel::ManaModel(ModelOptions options) : options_(options) {
   options_.coalesce = std::clamp(options_.coalesce, 1u, kRxPacketsPerCqe);
+  sink_.ctx = this;
+  sink_.mmio64 = [](void* ctx, void* base, std::size_t offset, std::uint64_t value) noexcept {
+    auto* self = static_cast<ManaModel*>(ctx);
+    if (base != self->db_page_.data() || offset >= kDoorbellPageSize) {
+      self->unknown_doorbells_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    self->on_doorbell(static_cast<std::uint32_t>(offset), value);
+  };
 }
 
 ManaModel::~ManaModel() {

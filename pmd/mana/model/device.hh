@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
-#include "pmd/mana/doorbell.hh"
 #include "pmd/mana/queue.hh"
+#include "pmd/rdma/doorbell.hh"
 
 namespace rawpipe::mana {
 
@@ -74,15 +74,17 @@ struct ModelQueueStats {
   std::uint64_t pseudo_csum_missing = 0;  // checksum requested without the pseudo-header sum
 };
 
-class ManaModel final : public DoorbellSink {
+class ManaModel {
  public:
   explicit ManaModel(ModelOptions options = {});
-  ~ManaModel() override;
+  ~ManaModel();
   ManaModel(const ManaModel&) = delete;
   ManaModel& operator=(const ManaModel&) = delete;
 
   const ModelOptions& options() const noexcept { return options_; }
-  void* doorbell_target() noexcept { return static_cast<DoorbellSink*>(this); }
+  // What the queues' db_page and db_sink are set to (manadv_qp.db_page's stand-in).
+  void* db_page() noexcept { return db_page_.data(); }
+  const rdma::DoorbellSink* doorbell_sink() const noexcept { return &sink_; }
 
   // ---- control path (as rdma-core's provider would) ----
   std::uint32_t register_mr(const void* addr, std::size_t len);  // returns the lkey
@@ -95,7 +97,8 @@ class ManaModel final : public DoorbellSink {
   std::uint32_t vp_offset() const noexcept { return options_.vp_offset; }
 
   // ---- device side ----
-  void on_doorbell(std::uint32_t offset, std::uint64_t value) noexcept override;
+  // A 64-bit write at `offset` of the doorbell page (what ModelDoorbell forwards).
+  void on_doorbell(std::uint32_t offset, std::uint64_t value) noexcept;
   // Places frames in RQ `rq_id`; returns how many found a posted WQE (the rest are dropped).
   unsigned receive(std::uint32_t rq_id, std::span<const std::span<const std::uint8_t>> frames) noexcept;
   unsigned receive_one(std::uint32_t rq_id, const std::uint8_t* frame, std::uint32_t len) noexcept;
@@ -133,6 +136,8 @@ class ManaModel final : public DoorbellSink {
   std::vector<std::unique_ptr<Cq>> cqs_;
   std::vector<std::unique_ptr<Wq>> wqs_;
   std::atomic<std::uint64_t> unknown_doorbells_{0};
+  std::array<std::uint8_t, kDoorbellPageSize> db_page_{};
+  rdma::DoorbellSink sink_{};
 };
 
 }  // namespace rawpipe::mana
