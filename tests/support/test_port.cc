@@ -1,8 +1,12 @@
 #include "tests/support/test_port.hh"
 
+#include <arpa/inet.h>
+
 #include <cstring>
+#include <stdexcept>
 
 #include "pipeline/classify/rule.hh"
+#include "pipeline/wire/builder.hh"
 
 namespace rawpipe::testing {
 
@@ -138,6 +142,63 @@ std::uint16_t TestPort::tx_burst(void* qp, Mbuf** pkts, std::uint16_t n) noexcep
   q.refused.store(q.refused.load(std::memory_order_relaxed) + (n - take), std::memory_order_relaxed);
   q.bytes.store(q.bytes.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
   return static_cast<std::uint16_t>(take);
+}
+
+namespace {
+
+wire::FrameSpec ip_spec(std::string_view src, std::string_view dst, int vlan) {
+  wire::FrameSpec f;
+  f.eth.dst = {0x02, 0, 0, 0, 0, 0x02};
+  f.eth.src = {0x02, 0, 0, 0, 0, 0x01};
+  if (vlan >= 0) {
+    f.eth.vlan_count = 1;
+    f.eth.vlans[0].tci = static_cast<std::uint16_t>(vlan);
+  }
+  const bool v6 = src.find(':') != std::string_view::npos;
+  f.ip_version = v6 ? 6 : 4;
+  std::string s(src), d(dst);
+  int ok = v6 ? inet_pton(AF_INET6, s.c_str(), f.ipv6.src.data()) + inet_pton(AF_INET6, d.c_str(), f.ipv6.dst.data())
+              : inet_pton(AF_INET, s.c_str(), f.ipv4.src.data()) + inet_pton(AF_INET, d.c_str(), f.ipv4.dst.data());
+  if (ok != 2) throw std::invalid_argument("test frame: bad address " + s + " or " + d);
+  f.min_frame_len = wire::kEthMinFrame;
+  return f;
+}
+
+Frame write(const wire::FrameSpec& f) {
+  Frame out(2048);
+  std::size_t len = wire::write_frame(f, out.data(), out.size());
+  if (len == 0) throw std::invalid_argument("test frame: builder rejected the spec");
+  out.resize(len);
+  return out;
+}
+
+}  // namespace
+
+Frame udp_frame(std::string_view src, std::uint16_t sport, std::string_view dst, std::uint16_t dport, int vlan,
+                std::uint16_t payload_len) {
+  wire::FrameSpec f = ip_spec(src, dst, vlan);
+  f.l4 = wire::L4Kind::kUdp;
+  f.udp.src_port = sport;
+  f.udp.dst_port = dport;
+  f.payload_len = payload_len;
+  return write(f);
+}
+
+Frame icmp_frame(std::string_view src, std::string_view dst) {
+  wire::FrameSpec f = ip_spec(src, dst, -1);
+  f.l4 = wire::L4Kind::kIcmp;
+  f.icmp.type = f.ip_version == 4 ? 8 : 128;
+  f.payload_len = 16;
+  return write(f);
+}
+
+Mbuf* load_frame(Pool& pool, const Frame& frame, std::uint16_t port) {
+  Mbuf* m = pool.alloc();
+  if (!m) return nullptr;
+  std::memcpy(m->data(), frame.data(), frame.size());
+  m->data_len = static_cast<std::uint32_t>(frame.size());
+  m->port = port;
+  return m;
 }
 
 Result<std::unique_ptr<Port>> TestPortSpec::open(const PortEnv& env) const {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pipeline/buf/pool.hh"
@@ -88,6 +89,15 @@ class TestPort final : public Port {
   std::unique_ptr<SteeringRules> steering_;
   bool started_ = false;
 };
+
+// Frame helpers for tests. Addresses are text: IPv4 dotted quad, or IPv6 when it contains ':'.
+// vlan < 0: untagged. The result is a well-formed Ethernet/[VLAN]/IP/UDP frame with checksums.
+Frame udp_frame(std::string_view src, std::uint16_t sport, std::string_view dst, std::uint16_t dport,
+                int vlan = -1, std::uint16_t payload_len = 18);
+// The same with an ICMP echo instead of UDP (a packet with no ports).
+Frame icmp_frame(std::string_view src, std::string_view dst);
+// Copies a frame into a fresh buffer (data_len set, port as given); nullptr when the pool is empty.
+Mbuf* load_frame(Pool& pool, const Frame& frame, std::uint16_t port = 0);
 
 // Opens TestPorts for a Plan (PortPlan::spec). The config is copied into each port it opens.
 class TestPortSpec final : public PortSpec {
