@@ -22,12 +22,16 @@ namespace af_packet {
 namespace {
 
 constexpr std::uint32_t kFrameSize = 2048;  // ring accounting only: V3 packs frames by real size
+constexpr std::uint32_t kMinBlocks = 32;
 
 struct Spec final : PortSpec {
   std::string interface;
   bool promiscuous = false;
-  std::uint32_t block_size = 1u << 20;
-  std::uint32_t block_count = 0;  // 0: enough for rx_ring_size full-size frames
+  // Blocks retire when full or after block_timeout_ms, so at low rates each block holds about one
+  // timeout's worth of frames: many smaller blocks ride out a stalled consumer better than a few
+  // big ones.
+  std::uint32_t block_size = 256u << 10;
+  std::uint32_t block_count = 0;  // 0: enough for rx_ring_size full-size frames, at least kMinBlocks
   std::uint32_t block_timeout_ms = 1;
   std::uint16_t fanout_type = PACKET_FANOUT_HASH;
   std::string fanout_name = "hash";
@@ -86,7 +90,7 @@ Status AfPacketPort::open_queues() {
   std::uint32_t block_count = spec_.block_count;
   if (block_count == 0) {
     std::uint64_t bytes = std::uint64_t(env_.rx_ring_size) * kFrameSize;
-    block_count = static_cast<std::uint32_t>(std::max<std::uint64_t>(4, (bytes + spec_.block_size - 1) / spec_.block_size));
+    block_count = static_cast<std::uint32_t>(std::max<std::uint64_t>(kMinBlocks, (bytes + spec_.block_size - 1) / spec_.block_size));
   }
   rxq_.resize(env_.rx_queues);
   kernel_totals_.resize(env_.rx_queues);
@@ -327,7 +331,7 @@ Result<std::unique_ptr<PortSpec>> parse(ConfigSection& section) {
   auto spec = std::make_unique<Spec>();
   spec->interface = section.string("interface");
   spec->promiscuous = section.boolean("promiscuous", false);
-  std::int64_t block_size = section.integer("block_size", 4096, 1 << 26, 1 << 20);
+  std::int64_t block_size = section.integer("block_size", 4096, 1 << 26, 256 << 10);
   if (!is_power_of_two(static_cast<std::uint64_t>(block_size)))
     section.fail("block_size", fmt::format("expected a power of two (the kernel needs page-multiple blocks), got {}",
                                            block_size));
