@@ -1,0 +1,98 @@
+// A DPDK mempool whose packet buffers are the slots of one rawpipe Pool.
+//
+// DPDK drivers allocate receive buffers from an rte_mempool and free transmitted ones back to it.
+// To keep rawpipe's pool the single owner of its memory, this mempool has no free list of its own:
+// its operations (registered as mempool ops "rawpipe_pool") take slots from and return slots to the
+// rawpipe Pool. Each slot has one DPDK "shadow" rte_mbuf, kept in DPDK memory and bound to the slot
+// for life as a pinned external buffer: buf_addr is the byte after the slot's 128-byte rawpipe
+// header, so DPDK's default 128-byte headroom puts packet data exactly where rawpipe's own
+// data_off (header + headroom) expects it. rawpipe's Mbuf header and layout stay untouched.
+//
+// The rule that makes the two views agree: a shadow is in use by DPDK only while DPDK owns its
+// slot (after dequeue until the slot is received, or after transmit until the driver frees it);
+// while rawpipe owns the slot the shadow is idle, and a slot with more than one holder is never
+// handed to DPDK (transmit copies it instead).
+//
+// The mempool has no per-lcore cache (rawpipe's lcores are not EAL threads and DPDK would bypass
+// the cache for them anyway); allocation goes through the calling thread's rawpipe PoolCache.
+//
+// Thread-safety: get() and dma_map/dma_unmap are control path and MT-safe; the mempool operations
+// are as safe as Pool::alloc_bulk and mbuf_free_bulk (any thread).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <rte_mbuf.h>
+
+#include "pipeline/buf/pool.hh"
+#include "pipeline/common/status.hh"
+
+struct rte_device;
+
+namespace rawpipe::dpdk {
+
+class MbufBridge {
+ public:
+  // One bridge per Pool per process; ports over the same pool share it.
+  static Result<std::shared_ptr<MbufBridge>> get(Pool* pool);
+  ~MbufBridge();
+  MbufBridge(const MbufBridge&) = delete;
+  MbufBridge& operator=(const MbufBridge&) = delete;
+
+  rte_mempool* mempool() const noexcept { return mp_; }
+  Pool* pool() const noexcept { return pool_; }
+
+  // The slot whose data a shadow mbuf describes.
+  Mbuf* slot_of(const rte_mbuf* m) const noexcept {
+    std::size_t off = static_cast<const std::uint8_t*>(m->buf_addr) - region_;
+    return reinterpret_cast<Mbuf*>(region_ + ((off >> shift_) << shift_));
+  }
+  rte_mbuf* shadow_of(const Mbuf* slot) const noexcept { return shadows_[slot->index]; }
+  rte_mbuf* const* shadows() const noexcept { return shadows_.data(); }
+  std::uint8_t* region() const noexcept { return region_; }
+  unsigned shift() const noexcept { return shift_; }
+
+  // Makes the pool reachable by a physical device's DMA (rte_dev_dma_map over the registered
+  // external memory). Virtual devices need nothing. The error says why zero-copy is impossible.
+  Status dma_map(rte_device* dev);
+  void dma_unmap(rte_device* dev);
+  // Why DMA to this pool cannot work (empty when it can).
+  const std::string& dma_problem() const noexcept { return dma_problem_; }
+
+  // Mempool operation entry points (C callbacks in bridge.cc).
+  int enqueue(void* const* objs, unsigned n) noexcept;
+  int dequeue(void** objs, unsigned n) noexcept;
+
+ private:
+  MbufBridge() = default;
+  Status init(Pool* pool);
+
+  Pool* pool_ = nullptr;
+  std::uint8_t* region_ = nullptr;
+  std::size_t region_len_ = 0;
+  unsigned shift_ = 0;
+  rte_mempool* mp_ = nullptr;
+  std::vector<rte_mbuf*> shadows_;
+  std::vector<std::uint64_t> page_iova_;  // per page of the region; empty when unknown
+  std::size_t page_size_ = 0;
+  bool populating_ = false;
+  bool extmem_registered_ = false;
+  std::string dma_problem_;
+  std::mutex mu_;  // control path: the mapped-device list
+  std::vector<rte_device*> mapped_;
+};
+
+// The raw state DPDK expects of a buffer fresh from a mempool (rte_mbuf_raw_alloc's contract).
+inline void shadow_make_raw(rte_mbuf* m) noexcept {
+  m->next = nullptr;
+  m->nb_segs = 1;
+  rte_mbuf_refcnt_set(m, 1);
+  m->ol_flags = RTE_MBUF_F_EXTERNAL;
+  m->data_off = RTE_PKTMBUF_HEADROOM;
+}
+
+}  // namespace rawpipe::dpdk

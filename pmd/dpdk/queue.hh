@@ -1,0 +1,66 @@
+// Per-queue state of a dpdk port and its burst functions (rx.cc, tx.cc).
+//
+// Two buffer modes, chosen once when the port opens and never tested per packet:
+//   zero-copy  the ethdev's mempool is the MbufBridge over the port's rawpipe pool; received
+//              DPDK buffers are rawpipe slots already, transmitted slots go out through their
+//              shadow rte_mbuf. Buffers from any other mempool (a net_ring fed by another process
+//              component, a multi-segment chain) are copied, and counted.
+//   copy       the ethdev has its own mempool in DPDK memory; one copy per packet into a rawpipe
+//              slot on receive and out of it on transmit.
+// Counters are written by the queue's lcore only (relaxed load + store, no read-modify-write) and
+// read relaxed by the stats thread: statistics, never a data edge.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include <rte_mbuf.h>
+
+#include "pipeline/buf/pool.hh"
+#include "pipeline/common/compiler.hh"
+
+namespace rawpipe::dpdk {
+
+class MbufBridge;
+
+inline void counter_add(std::atomic<std::uint64_t>& c, std::uint64_t v) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+}
+
+struct alignas(kFalseSharingRange) DpdkRxQueue {
+  std::uint16_t eth_port = 0;      // DPDK ethdev port id
+  std::uint16_t eth_queue = 0;
+  std::uint16_t rp_port = 0;       // rawpipe port id, stamped on every buffer
+  rte_mempool* mp = nullptr;       // the mempool the queue was set up with
+  Pool* pool = nullptr;            // rawpipe pool receive buffers end up in
+  std::uint8_t* region = nullptr;  // zero-copy: the pool's region, to find a shadow's slot
+  unsigned shift = 0;              // zero-copy: log2(buf_size)
+
+  std::atomic<std::uint64_t> packets{0};
+  std::atomic<std::uint64_t> bytes{0};
+  std::atomic<std::uint64_t> nombuf{0};     // a copy needed a rawpipe slot and the pool was empty
+  std::atomic<std::uint64_t> too_long{0};   // frame larger than a rawpipe slot's data room
+  std::atomic<std::uint64_t> copied{0};     // zero-copy mode: frames that still needed a copy
+};
+
+struct alignas(kFalseSharingRange) DpdkTxQueue {
+  std::uint16_t eth_port = 0;
+  std::uint16_t eth_queue = 0;
+  rte_mempool* mp = nullptr;             // where copies come from
+  const Pool* pool = nullptr;            // zero-copy: slots of this pool go out without a copy
+  rte_mbuf* const* shadows = nullptr;    // zero-copy: shadow of each slot
+
+  std::atomic<std::uint64_t> packets{0};
+  std::atomic<std::uint64_t> bytes{0};
+  std::atomic<std::uint64_t> nombuf{0};     // no DPDK buffer for a copy: the rest of the burst stays with the caller
+  std::atomic<std::uint64_t> too_long{0};   // frame larger than a DPDK buffer: left with the caller
+  std::atomic<std::uint64_t> copied{0};
+  std::atomic<std::uint64_t> refused{0};    // the driver's queue was full: left with the caller
+};
+
+std::uint16_t rx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
+std::uint16_t rx_burst_copy(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
+std::uint16_t tx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
+std::uint16_t tx_burst_copy(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
+
+}  // namespace rawpipe::dpdk
