@@ -166,6 +166,7 @@ struct ManaModel::Wq {
   RxCompOob group{};
   unsigned group_n = 0;
   // Send error injection.
+  unsigned fail_skip = 0;
   unsigned fail_n = 0;
   std::uint32_t fail_type = 0;
   ModelQueueStats stats;
@@ -463,8 +464,9 @@ void ManaModel::inject_rx_cqe(std::uint32_t rq_id, std::uint32_t type) {
   ++q->stats.cqes;
 }
 
-void ManaModel::fail_next_tx(std::uint32_t sq_id, unsigned n, std::uint32_t type) {
+void ManaModel::fail_next_tx(std::uint32_t sq_id, unsigned n, std::uint32_t type, unsigned skip) {
   Wq* q = wq(sq_id);
+  q->fail_skip = skip;
   q->fail_n = n;
   q->fail_type = type;
 }
@@ -540,8 +542,12 @@ void ManaModel::process_sq(Wq& q) noexcept {
       }
     }
     if (!error && q.fail_n) {
-      --q.fail_n;
-      error = q.fail_type;
+      if (q.fail_skip) {
+        --q.fail_skip;
+      } else {
+        --q.fail_n;
+        error = q.fail_type;
+      }
     }
     const std::uint32_t wqe_pos = pos;
     q.consumed_bu += wqe_bytes / kWqeBu;

@@ -104,8 +104,8 @@ class ManaModel {
   unsigned receive_one(std::uint32_t rq_id, const std::uint8_t* frame, std::uint32_t len) noexcept;
   // Posted WQEs the RQ has not consumed yet.
   std::uint32_t rq_available(std::uint32_t rq_id) const noexcept;
-  // The next `n` WQEs of the SQ complete with error CQE `type` (33..41).
-  void fail_next_tx(std::uint32_t sq_id, unsigned n, std::uint32_t type);
+  // After `skip` more good WQEs, the next `n` WQEs of the SQ complete with error CQE `type` (33..41).
+  void fail_next_tx(std::uint32_t sq_id, unsigned n, std::uint32_t type, unsigned skip = 0);
   // Writes one CQE of `type` for the RQ's next WQE (e.g. kCqeRxObjectFence consumes none).
   void inject_rx_cqe(std::uint32_t rq_id, std::uint32_t type);
 
