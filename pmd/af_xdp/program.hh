@@ -1,0 +1,65 @@
+// The XDP program rawpipe attaches to an AF_XDP port's interface (xdp_steer.bpf.c), and the maps
+// through which the driver steers traffic to its sockets. Control path only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "pipeline/common/status.hh"
+#include "pmd/af_xdp/af_xdp.hh"
+
+struct xdp_program;
+
+namespace rawpipe {
+struct SteeringRules;
+}
+
+namespace rawpipe::af_xdp {
+
+// Where the compiled program is looked for, in order: $RAWPIPE_XDP_OBJ, the build directory, the
+// installed data directory. Returns the first that exists or an error listing all three.
+Result<std::string> find_program_object();
+
+class SteerProgram {
+ public:
+  // Opens the object, loads it and attaches it to ifindex in the requested mode. "auto" tries
+  // native (driver) mode first and falls back to generic (skb) mode.
+  static Result<std::unique_ptr<SteerProgram>> attach(const std::string& ifname, int ifindex, Attach attach,
+                                                      SteerMode mode);
+  ~SteerProgram();  // detaches and unloads
+
+  // "native" or "generic": what the kernel really attached.
+  const std::string& attach_mode() const { return attach_mode_; }
+  const std::string& object_path() const { return path_; }
+  // True when libxdp's multi-program dispatcher is in use (needs bpffs), false for a plain attach.
+  bool dispatcher() const { return dispatcher_; }
+  int xsks_map_fd() const { return xsks_fd_; }
+
+  // Replaces the steering tries with `rules`. Returns the number of trie entries written.
+  Result<unsigned> set_rules(const SteeringRules& rules);
+  Status remove_socket(std::uint32_t device_queue);
+  // Per-CPU counters summed: redirected, passed, not_ip.
+  std::map<std::string, std::uint64_t> counters() const;
+
+ private:
+  SteerProgram() = default;
+  xdp_program* prog_ = nullptr;
+  int ifindex_ = 0;
+  int attached_mode_ = 0;  // enum xdp_attach_mode
+  std::string attach_mode_;
+  std::string path_;
+  bool dispatcher_ = false;
+  int xsks_fd_ = -1, port_fd_ = -1, proto_fd_ = -1, addr_fd_ = -1, cfg_fd_ = -1, stats_fd_ = -1;
+};
+
+// libbpf/libxdp print through this while `capture` is alive; the text goes into error messages
+// instead of stderr.
+class LibMessages {
+ public:
+  LibMessages();
+  ~LibMessages();
+  std::string take();
+};
+
+}  // namespace rawpipe::af_xdp
