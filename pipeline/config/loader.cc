@@ -91,7 +91,8 @@ void load_pools(ConfigSection& root, Plan& plan, std::vector<ConfigSection>& sec
 // ports that fail to load, so references to a broken port are not reported again as dangling;
 // `has_driver[i]` says whether sections[i] had its driver keys read (and so can reject unknown keys).
 void load_ports(ConfigSection& root, Plan& plan, const LoadOptions& options, std::vector<ConfigSection>& sections,
-                std::set<std::string, std::less<>>& all_names, std::vector<bool>& has_driver) {
+                std::set<std::string, std::less<>>& all_names, std::vector<bool>& has_driver,
+                std::vector<std::size_t>& section_of_port) {
   std::map<std::string, std::string> seen;
   sections = root.table_array("ports");
   has_driver.assign(sections.size(), false);
@@ -148,6 +149,7 @@ void load_ports(ConfigSection& root, Plan& plan, const LoadOptions& options, std
       continue;
     }
     plan.ports.push_back(std::move(p));
+    section_of_port.push_back(i);
   }
 }
 
@@ -336,6 +338,33 @@ void check_endpoints_reachable(const Plan& plan, std::vector<ConfigSection>& sec
   }
 }
 
+// Echo and forward endpoints transmit from the lcores; each lcore needs a tx queue of its own on
+// every port it may send on (tx queues are single-owner, like rx queues). The engine assigns them;
+// this reports a shortfall at the port's tx_queues key before anything runs.
+void check_tx_queues(const Plan& plan, std::vector<ConfigSection>& port_sections,
+                     const std::vector<std::size_t>& section_of_port) {
+  bool any_echo = false;
+  std::set<std::uint16_t> forward_ports;
+  for (const auto& e : plan.endpoints) {
+    any_echo |= e.action == EndpointAction::kEcho;
+    if (e.action == EndpointAction::kForward) forward_ports.insert(e.forward_port_id);
+  }
+  if (!any_echo && forward_ports.empty()) return;
+  for (const auto& p : plan.ports) {
+    std::size_t senders = 0;
+    for (const auto& l : plan.lcores) {
+      bool polls = false;
+      for (const auto& q : l.rx) polls |= q.port == p.id;
+      if (forward_ports.count(p.id) || (any_echo && polls)) ++senders;
+    }
+    if (senders <= p.tx_queues) continue;
+    port_sections[section_of_port[p.id]].fail("tx_queues", fmt::format("{} lcore{} may transmit on port \"{}\" (echo or forward endpoints) but it has {} "
+                                      "tx queue{}; set tx_queues = {} so each lcore owns one",
+                                      senders, senders == 1 ? "" : "s", p.name, p.tx_queues, p.tx_queues == 1 ? "" : "s",
+                                      senders));
+  }
+}
+
 }  // namespace
 
 unsigned online_cpu_count() {
@@ -356,13 +385,15 @@ Result<LoadedConfig> load_config_string(std::string_view text, const std::string
   std::vector<ConfigSection> pools, ports, endpoints, lcores;
   std::set<std::string, std::less<>> all_port_names;
   std::vector<bool> port_has_driver;
+  std::vector<std::size_t> section_of_port;
   load_pools(root, plan, pools);
-  load_ports(root, plan, options, ports, all_port_names, port_has_driver);
+  load_ports(root, plan, options, ports, all_port_names, port_has_driver, section_of_port);
   if (ports.empty()) root.fail("ports", "expected at least one [[ports]] table");
   load_endpoints(root, plan, endpoints, all_port_names);
   load_run(root, plan, out.app, cpus);
   load_lcores(root, plan, lcores, cpus, all_port_names);
   check_endpoints_reachable(plan, endpoints);
+  if (root.status()) check_tx_queues(plan, ports, section_of_port);
 
   for (auto& s : pools) (void)s.finish();
   for (std::size_t i = 0; i < ports.size(); ++i)

@@ -178,7 +178,7 @@ class SynthPort final : public Port {
     for (std::uint16_t q = 0; q < env_.rx_queues; ++q) {
       out += fmt::format("port {} rx queue {}: synth generator, {} flow{}, {}-byte frames, {:.0f}% IPv6, {} VLAN tag{}, "
                          "{}, {}\n",
-                         env_.name, q, queue_flows_[q].size(), queue_flows_[q].size() == 1 ? "" : "s", sizes,
+                         env_.name, q, queue_flows(q), queue_flows(q) == 1 ? "" : "s", sizes,
                          spec_.ipv6_fraction * 100, spec_.vlans.size(), spec_.vlans.size() == 1 ? "" : "s",
                          spec_.rate_pps > 0 ? fmt::format("{:.0f} pps", spec_.rate_pps / env_.rx_queues)
                                             : std::string("full speed"),
@@ -288,6 +288,11 @@ class SynthPort final : public Port {
     out.tx_bytes = count_load(c.tx_bytes);
     out.tx_errors = count_load(c.tx_errors);
     return out;
+  }
+
+  // Flows are dealt to the queues in turn, so queue q gets this many (known before start()).
+  std::uint64_t queue_flows(std::uint16_t q) const {
+    return spec_.flow_count() / env_.rx_queues + (q < spec_.flow_count() % env_.rx_queues ? 1 : 0);
   }
 
   std::uint64_t queue_packets(std::uint16_t q) const {

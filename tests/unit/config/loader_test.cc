@@ -278,6 +278,16 @@ TEST(ConfigLoader, RingSizeOnAnEndpointWithoutARing) {
             "is \"sink\")");
 }
 
+TEST(ConfigLoader, EchoNeedsATxQueuePerSendingLcore) {
+  std::string text = replace(kValid, "rx = [\"p0:0\", \"p0:1\"]", "rx = [\"p0:0\"]") +
+                     "\n[[lcores]]\ncpu = 1\nrx = [\"p0:1\"]\n";
+  text = replace(text, "action = \"sink\"", "action = \"echo\"");
+  EXPECT_EQ(error_of(text),
+            "t.toml:13: ports[0] 'p0': key 'tx_queues': 2 lcores may transmit on port \"p0\" (echo or forward "
+            "endpoints) but it has 1 tx queue; set tx_queues = 2 so each lcore owns one");
+  EXPECT_TRUE(load(replace(text, "rx_queues = 2", "rx_queues = 2\ntx_queues = 2")));
+}
+
 TEST(ConfigLoader, PoolBufferSizeAndHeadroom) {
   EXPECT_EQ(error_of(replace(kValid, "buf_size = 2048", "buf_size = 3000")),
             "t.toml:11: pools[0] 'rx': key 'buf_size': expected a power of two from 512 to 65536, got 3000");

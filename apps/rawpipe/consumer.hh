@@ -1,0 +1,40 @@
+// The app's zero-copy consumer: one thread that drains every "ring" endpoint with
+// Pipeline::endpoint_receive and frees what it gets, counting per endpoint. It stands in for an
+// application reading its endpoints; the benchmark config measures the pipeline with it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "pipeline/common/status.hh"
+#include "pipeline/engine/pipeline.hh"
+
+namespace rawpipe::app {
+
+class RingConsumer {
+ public:
+  // Control path. cpu < 0: not pinned. Starts nothing when no endpoint has a ring.
+  Status start(Pipeline& pipeline, int cpu);
+  // Stops and joins the thread. Call before Pipeline::stop(), which drains the rings itself
+  // (one consumer per ring at a time).
+  void stop();
+  ~RingConsumer() { stop(); }
+
+  bool running() const noexcept { return thread_.joinable(); }
+  // Packets received per endpoint id; exact after stop().
+  std::vector<std::uint64_t> received() const;
+
+ private:
+  void loop(Pipeline* pipeline, std::vector<std::uint16_t> endpoints);
+
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  // One counter per endpoint, written by the consumer thread, read relaxed by the stats reader.
+  std::unique_ptr<std::atomic<std::uint64_t>[]> received_;
+  std::size_t endpoint_count_ = 0;
+};
+
+}  // namespace rawpipe::app

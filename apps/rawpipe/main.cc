@@ -1,0 +1,52 @@
+// rawpipe: run a packet pipeline from a config file, check a config, list the built-in drivers.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "apps/rawpipe/commands.hh"
+#include "rawpipe_config.h"
+#ifdef RAWPIPE_HAVE_DISSECT
+#include <iostream>
+
+#include "apps/rawpipe/dissect.hh"
+#endif
+
+int main(int argc, char** argv) {
+  using namespace rawpipe::app;
+  CLI::App cli{"rawpipe: a poll-mode packet pipeline (parse, classify, dispatch to endpoints)", "rawpipe"};
+  cli.set_version_flag("-V,--version", fmt::format("rawpipe {}", RAWPIPE_VERSION));
+  cli.require_subcommand(1);
+
+  RunOptions run;
+  double duration = 0;
+  CLI::App* run_cmd = cli.add_subcommand("run", "Run the pipeline a config describes; Ctrl-C stops it");
+  run_cmd->add_option("config", run.config, "TOML config file (see configs/)")->required()->check(CLI::ExistingFile);
+  CLI::Option* duration_opt =
+      run_cmd->add_option("-d,--duration", duration, "Seconds to run (overrides [run] duration; 0 = until Ctrl-C)")
+          ->check(CLI::NonNegativeNumber);
+  run_cmd->add_option("-j,--json", run.json_file, "Write the final summary as JSON to this file");
+
+  std::string check_config;
+  CLI::App* check_cmd = cli.add_subcommand("check", "Validate a config and print the plan, without running it");
+  check_cmd->add_option("config", check_config, "TOML config file")->required();
+
+  CLI::App* list_cmd = cli.add_subcommand("list-pmds", "List the poll-mode drivers built into this binary");
+
+#ifdef RAWPIPE_HAVE_DISSECT
+  std::string pcap_file;
+  CLI::App* dissect_cmd = cli.add_subcommand("dissect", "Print every frame of a pcap file layer by layer");
+  dissect_cmd->add_option("file", pcap_file, "pcap or pcapng file")->required()->check(CLI::ExistingFile);
+#endif
+
+  CLI11_PARSE(cli, argc, argv);
+
+  if (*run_cmd) {
+    if (*duration_opt) run.duration_s = duration;
+    return run_command(run);
+  }
+  if (*check_cmd) return check_command(check_config);
+  if (*list_cmd) return list_pmds_command();
+#ifdef RAWPIPE_HAVE_DISSECT
+  if (*dissect_cmd) return rawpipe::run_dissect(pcap_file, std::cout);
+#endif
+  return 1;
+}

@@ -1,0 +1,136 @@
+#include "apps/rawpipe/report.hh"
+
+#include <fmt/format.h>
+
+#include "pmd/registry.hh"
+
+namespace rawpipe::app {
+
+LoadOptions default_load_options() {
+  LoadOptions o;
+  o.find_pmd = &find_pmd;
+  for (const PmdDriver* d : all_pmds()) o.known_pmds.push_back(d->name);
+  return o;
+}
+
+std::string format_rate(double pps) {
+  if (pps >= 1e6) return fmt::format("{:.2f} Mpps", pps / 1e6);
+  if (pps >= 1e3) return fmt::format("{:.1f} kpps", pps / 1e3);
+  return fmt::format("{:.0f} pps", pps);
+}
+
+std::string LiveStats::line(const PipelineSnapshot& now) {
+  const double dt = double(now.time_ns - prev_.time_ns) / 1e9;
+  auto rate = [dt](std::uint64_t a, std::uint64_t b) { return dt > 0 ? double(a - b) / dt : 0.0; };
+  const LcoreStats& t = now.total;
+  const LcoreStats& p = prev_.total;
+  std::string drops;
+  for (std::size_t r = 1; r < kDropReasonCount; ++r)
+    if (t.drops[r]) drops += fmt::format("{}{} {}", drops.empty() ? "" : ", ", kDropReasonNames[r], t.drops[r]);
+  std::string out = fmt::format("[{:7.1f}s] rx {}  delivered {}  tx {}  drops {}{}",
+                                double(now.time_ns - start_.time_ns) / 1e9, format_rate(rate(t.rx_packets, p.rx_packets)),
+                                format_rate(rate(t.delivered, p.delivered)), format_rate(rate(t.transmitted, p.transmitted)),
+                                format_rate(rate(t.dropped(), p.dropped())), drops.empty() ? "" : " (" + drops + ")");
+  out += "  |";
+  for (std::size_t i = 0; i < now.lcores.size(); ++i) {
+    const std::uint64_t before = i < prev_.lcores.size() ? prev_.lcores[i].rx_packets : 0;
+    out += fmt::format(" lcore{} {}", now.lcores[i].id, format_rate(rate(now.lcores[i].rx_packets, before)));
+  }
+  prev_ = now;
+  return out;
+}
+
+std::string format_summary(const RunSummary& s) {
+  const Accounting& a = s.accounting;
+  std::string out = fmt::format("summary after {:.3f} s: rx {} packets, {} bytes, {} average\n", s.seconds, a.rx_packets,
+                                a.rx_bytes, format_rate(s.seconds > 0 ? double(a.rx_packets) / s.seconds : 0));
+  out += fmt::format("  delivered {}\n", a.delivered);
+  for (std::size_t e = 0; e < a.delivered_per_endpoint.size(); ++e) {
+    out += fmt::format("    endpoint {:<16} {}", s.endpoint_names[e], a.delivered_per_endpoint[e]);
+    if (e < s.consumed.size() && s.consumed[e]) out += fmt::format(" (consumer received {})", s.consumed[e]);
+    out += "\n";
+  }
+  out += fmt::format("  transmitted {}\n", a.transmitted);
+  for (std::size_t p = 0; p < a.transmitted_per_port.size(); ++p)
+    if (a.transmitted_per_port[p]) out += fmt::format("    port {:<20} {}\n", s.port_names[p], a.transmitted_per_port[p]);
+  out += fmt::format("  dropped {}\n", a.dropped());
+  for (std::size_t r = 1; r < kDropReasonCount; ++r)
+    if (a.drops[r]) out += fmt::format("    {:<24} {}\n", kDropReasonNames[r], a.drops[r]);
+  if (a.drained) out += fmt::format("  still queued to endpoints at stop (freed): {}\n", a.drained);
+  for (std::size_t p = 0; p < s.port_stats.size(); ++p) {
+    std::uint64_t nombuf = 0, errors = 0;
+    for (const auto& q : s.port_stats[p].rx_queues) {
+      nombuf += q.rx_nombuf;
+      errors += q.rx_errors;
+    }
+    if (nombuf || errors)
+      out += fmt::format("  port {}: {} frames lost for lack of buffers (rx_nombuf), {} receive errors (before the "
+                         "pipeline saw them)\n",
+                         s.port_names[p], nombuf, errors);
+  }
+  for (const auto& l : s.lcores)
+    out += fmt::format("  lcore {} (cpu {}): rx {}, {} bursts, {} empty polls\n", l.id,
+                       l.cpu < 0 ? std::string("unpinned") : std::to_string(l.cpu), l.rx_packets, l.bursts, l.empty_polls);
+  const std::uint64_t right = a.delivered + a.transmitted + a.dropped();
+  out += fmt::format("  accounting: rx {} {} delivered {} + transmitted {} + dropped {} = {}\n", a.rx_packets,
+                     a.rx_packets == right ? "==" : "!=", a.delivered, a.transmitted, a.dropped(), right);
+  for (const auto& p : a.pools)
+    out += fmt::format("  pool {}: {} of {} buffers outstanding\n", p.name, p.outstanding, p.count);
+  out += s.ok() ? "  OK: every packet accounted for, every buffer back in its pool\n"
+                : "  FAILED: accounting is not balanced or buffers are outstanding\n";
+  return out;
+}
+
+nlohmann::json summary_json(const RunSummary& s) {
+  const Accounting& a = s.accounting;
+  nlohmann::json j;
+  j["config"] = s.config;
+  j["seconds"] = s.seconds;
+  j["rx_packets"] = a.rx_packets;
+  j["rx_bytes"] = a.rx_bytes;
+  j["mpps"] = s.mpps();
+  j["delivered"] = a.delivered;
+  nlohmann::json per_ep = nlohmann::json::object();
+  for (std::size_t e = 0; e < a.delivered_per_endpoint.size(); ++e) per_ep[s.endpoint_names[e]] = a.delivered_per_endpoint[e];
+  j["delivered_per_endpoint"] = per_ep;
+  nlohmann::json consumed = nlohmann::json::object();
+  for (std::size_t e = 0; e < s.consumed.size(); ++e)
+    if (s.consumed[e]) consumed[s.endpoint_names[e]] = s.consumed[e];
+  j["consumed_per_endpoint"] = consumed;
+  j["transmitted"] = a.transmitted;
+  nlohmann::json per_port = nlohmann::json::object();
+  for (std::size_t p = 0; p < a.transmitted_per_port.size(); ++p) per_port[s.port_names[p]] = a.transmitted_per_port[p];
+  j["transmitted_per_port"] = per_port;
+  nlohmann::json drops = nlohmann::json::object();
+  for (std::size_t r = 1; r < kDropReasonCount; ++r) drops[std::string(kDropReasonNames[r])] = a.drops[r];
+  j["drops"] = drops;
+  j["dropped"] = a.dropped();
+  j["drained_at_stop"] = a.drained;
+  j["buffers_outstanding"] = a.outstanding();
+  nlohmann::json pools = nlohmann::json::array();
+  for (const auto& p : a.pools) pools.push_back({{"name", p.name}, {"count", p.count}, {"outstanding", p.outstanding}});
+  j["pools"] = pools;
+  nlohmann::json lcores = nlohmann::json::array();
+  for (const auto& l : s.lcores)
+    lcores.push_back({{"id", l.id}, {"cpu", l.cpu}, {"rx_packets", l.rx_packets}, {"bursts", l.bursts},
+                      {"empty_polls", l.empty_polls}, {"delivered", l.delivered}, {"transmitted", l.transmitted},
+                      {"mpps", s.seconds > 0 ? double(l.rx_packets) / s.seconds / 1e6 : 0.0}});
+  j["lcores"] = lcores;
+  nlohmann::json ports = nlohmann::json::object();
+  for (std::size_t p = 0; p < s.port_stats.size(); ++p) {
+    std::uint64_t nombuf = 0, errors = 0;
+    for (const auto& q : s.port_stats[p].rx_queues) {
+      nombuf += q.rx_nombuf;
+      errors += q.rx_errors;
+    }
+    nlohmann::json port = {{"rx_nombuf", nombuf}, {"rx_errors", errors}};
+    for (const auto& [k, v] : s.port_stats[p].extended) port["extended"][k] = v;
+    ports[s.port_names[p]] = port;
+  }
+  j["ports"] = ports;
+  j["balanced"] = a.balanced();
+  j["ok"] = s.ok();
+  return j;
+}
+
+}  // namespace rawpipe::app

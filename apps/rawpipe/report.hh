@@ -1,0 +1,51 @@
+// What `rawpipe run` prints: the live stats line, the final summary and its JSON form.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipeline/config/loader.hh"
+#include "pipeline/engine/pipeline.hh"
+
+namespace rawpipe::app {
+
+// Loader options with this binary's drivers and this machine's CPUs.
+LoadOptions default_load_options();
+
+// One line per interval:
+//   [   3.0s] rx 41.52 Mpps  delivered 41.52 Mpps  tx 0 pps  drops 0 pps (no_match 12)  | lcore0 41.52 Mpps
+// Rates are over the last interval; the drop list holds the totals so far of every non-zero reason.
+class LiveStats {
+ public:
+  explicit LiveStats(const PipelineSnapshot& start) : start_(start), prev_(start) {}
+  std::string line(const PipelineSnapshot& now);
+
+ private:
+  PipelineSnapshot start_;
+  PipelineSnapshot prev_;
+};
+
+struct RunSummary {
+  std::string config;
+  double seconds = 0;               // from start() to the stop request
+  Accounting accounting;
+  std::vector<LcoreStats> lcores;
+  std::vector<std::string> endpoint_names;
+  std::vector<std::string> port_names;
+  std::vector<std::uint64_t> consumed;  // packets the ring consumer received, by endpoint id
+  std::vector<PortStats> port_stats;    // by port id
+
+  double mpps() const noexcept { return seconds > 0 ? double(accounting.rx_packets) / seconds / 1e6 : 0; }
+  bool ok() const noexcept { return accounting.balanced() && accounting.outstanding() == 0; }
+};
+
+std::string format_summary(const RunSummary& s);
+nlohmann::json summary_json(const RunSummary& s);
+
+// "12.35 Mpps", "870.1 kpps", "12 pps".
+std::string format_rate(double pps);
+
+}  // namespace rawpipe::app

@@ -1,0 +1,154 @@
+// `rawpipe run`: build the pipeline from a config, run it with a live stats line, stop on
+// duration or SIGINT/SIGTERM, print the accounting and optionally write it as JSON.
+#include <signal.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include <fmt/core.h>
+
+#include "apps/rawpipe/commands.hh"
+#include "apps/rawpipe/consumer.hh"
+#include "apps/rawpipe/report.hh"
+
+namespace rawpipe::app {
+namespace {
+
+// The running pipeline, for the signal handler. request_stop() is async-signal-safe (one relaxed
+// atomic store); the pointer is set before the handler is installed and cleared after it is removed.
+std::atomic<Pipeline*> g_pipeline{nullptr};
+static_assert(std::atomic<Pipeline*>::is_always_lock_free);
+
+extern "C" void on_stop_signal(int) {
+  if (Pipeline* p = g_pipeline.load(std::memory_order_relaxed)) p->request_stop();
+}
+
+class SignalGuard {
+ public:
+  explicit SignalGuard(Pipeline& p) {
+    g_pipeline.store(&p, std::memory_order_relaxed);
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    // A second Ctrl-C gets the default action: a way out if stopping ever hangs.
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~SignalGuard() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    g_pipeline.store(nullptr, std::memory_order_relaxed);
+  }
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+Status write_json(const std::string& file, const nlohmann::json& j) {
+  std::ofstream out(file, std::ios::trunc);
+  if (!out) return Status::errorf("cannot write the JSON summary to {}: {}", file, std::strerror(errno));
+  out << j.dump(2) << "\n";
+  out.close();
+  if (!out) return Status::errorf("cannot write the JSON summary to {}: {}", file, std::strerror(errno));
+  return Status::ok();
+}
+
+}  // namespace
+
+int run_command(const RunOptions& options) {
+  auto loaded = load_config(options.config, default_load_options());
+  if (!loaded) {
+    fmt::print(stderr, "rawpipe: {}\n", loaded.message());
+    return 1;
+  }
+  Plan plan = std::move(loaded->plan);
+  const AppSettings app = loaded->app;
+  if (options.duration_s) plan.duration_s = *options.duration_s;
+
+  auto created = Pipeline::create(plan);
+  if (!created) {
+    fmt::print(stderr, "rawpipe: {}\n", created.message());
+    return 1;
+  }
+  std::unique_ptr<Pipeline> pipeline = std::move(created).value();
+
+  for (const auto& p : plan.pools)
+    if (const Pool* pool = pipeline->pool(p.config.name)) fmt::print("{}\n", pool->memory_notice());
+  for (std::uint16_t p = 0; p < pipeline->port_count(); ++p) fmt::print("{}", pipeline->port(p).path_report());
+  for (const auto& e : plan.endpoints)
+    fmt::print("endpoint {}: {}\n", e.name,
+               e.action == EndpointAction::kRing   ? "ring, drained and freed by the app's consumer thread"
+               : e.action == EndpointAction::kSink ? "sink (counted and freed on the lcore)"
+               : e.action == EndpointAction::kEcho ? "echo (addresses swapped, sent back on the ingress port)"
+                                                   : "forward");
+  fmt::print("{}\n", plan.duration_s > 0 ? fmt::format("running for {} s (Ctrl-C stops earlier)", plan.duration_s)
+                                         : std::string("running until Ctrl-C"));
+  std::fflush(stdout);
+
+  SignalGuard signals(*pipeline);
+  if (Status s = pipeline->start(); !s) {
+    fmt::print(stderr, "rawpipe: {}\n", s.message());
+    return 1;
+  }
+  RingConsumer consumer;
+  if (Status s = consumer.start(*pipeline, app.consumer_cpu); !s) {
+    fmt::print(stderr, "rawpipe: {}\n", s.message());
+    (void)pipeline->stop();
+    return 1;
+  }
+
+  using Clock = std::chrono::steady_clock;
+  const PipelineSnapshot first = pipeline->snapshot();
+  LiveStats live(first);
+  const auto t0 = Clock::now();
+  const auto interval = std::chrono::duration<double>(plan.stats_interval_s);
+  const auto deadline = plan.duration_s > 0 ? t0 + std::chrono::duration_cast<Clock::duration>(
+                                                       std::chrono::duration<double>(plan.duration_s))
+                                            : Clock::time_point::max();
+  auto next_line = t0 + std::chrono::duration_cast<Clock::duration>(interval);
+  while (!pipeline->stop_requested()) {
+    const auto now = Clock::now();
+    if (now >= deadline) break;
+    if (now >= next_line) {
+      fmt::print("{}\n", live.line(pipeline->snapshot()));
+      std::fflush(stdout);
+      next_line += std::chrono::duration_cast<Clock::duration>(interval);
+    }
+    // Wake often enough to notice a signal quickly; the sleep is the control thread's only job.
+    auto wake = std::min({deadline, next_line, now + std::chrono::milliseconds(20)});
+    std::this_thread::sleep_until(wake);
+  }
+  const PipelineSnapshot last = pipeline->snapshot();
+  consumer.stop();
+  Status stopped = pipeline->stop();
+  if (!stopped) fmt::print(stderr, "rawpipe: stopping: {}\n", stopped.message());
+
+  RunSummary summary;
+  summary.config = options.config;
+  summary.seconds = double(last.time_ns - first.time_ns) / 1e9;
+  summary.accounting = pipeline->accounting();
+  summary.lcores = pipeline->snapshot().lcores;
+  for (const auto& e : plan.endpoints) summary.endpoint_names.push_back(e.name);
+  for (const auto& p : plan.ports) summary.port_names.push_back(p.name);
+  summary.consumed = consumer.received();
+  for (std::uint16_t p = 0; p < pipeline->port_count(); ++p) summary.port_stats.push_back(pipeline->port(p).stats());
+  fmt::print("{}", format_summary(summary));
+  std::fflush(stdout);
+
+  int rc = summary.ok() && stopped ? 0 : 2;
+  if (!options.json_file.empty()) {
+    if (Status s = write_json(options.json_file, summary_json(summary)); !s) {
+      fmt::print(stderr, "rawpipe: {}\n", s.message());
+      rc = rc ? rc : 1;
+    }
+  }
+  return rc;
+}
+
+}  // namespace rawpipe::app
