@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "pipeline/buf/pool.hh"
+#include "pipeline/classify/rule.hh"
 #include "pmd/port.hh"
 
 namespace rawpipe::testing {

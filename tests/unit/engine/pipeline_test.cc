@@ -1,0 +1,373 @@
+// End-to-end: test port -> parse -> classify -> dispatch -> endpoints, with lcore threads, exact
+// counts per endpoint and per drop reason, and the accounting identity.
+#include "pipeline/engine/pipeline.hh"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "pipeline/wire/wire.hh"
+#include "tests/support/test_port.hh"
+
+namespace rawpipe {
+namespace {
+
+using testing::Frame;
+using testing::TestPort;
+using testing::TestPortConfig;
+using testing::udp_frame;
+
+std::uint64_t drop(const Accounting& a, DropReason r) { return a.drops[static_cast<unsigned>(r)]; }
+
+struct PlanBuilder {
+  Plan plan;
+  PlanBuilder() {
+    plan.source = "test.toml";
+    PoolPlan pp;
+    pp.config.name = "rx";
+    pp.config.count = 1024;
+    pp.config.huge_pages = HugePages::kNever;
+    plan.pools.push_back(pp);
+  }
+  PlanBuilder& port(const std::string& name, TestPortConfig cfg, std::uint16_t rxq = 1, std::uint16_t txq = 1) {
+    PortPlan p;
+    p.name = name;
+    p.id = static_cast<std::uint16_t>(plan.ports.size());
+    p.pmd = "test";
+    p.spec = std::make_shared<testing::TestPortSpec>(std::move(cfg));
+    p.pool = "rx";
+    p.rx_queues = rxq;
+    p.tx_queues = txq;
+    p.where = {"test.toml", 10 + p.id};
+    plan.ports.push_back(p);
+    return *this;
+  }
+  PlanBuilder& endpoint(const std::string& name, EndpointAction action, std::vector<std::string> match,
+                        std::uint16_t forward_port = 0) {
+    EndpointPlan e;
+    e.name = name;
+    e.id = static_cast<std::uint16_t>(plan.endpoints.size());
+    e.action = action;
+    e.match = std::move(match);
+    e.ring_size = 1024;
+    e.forward_port_id = forward_port;
+    e.where = {"test.toml", 20 + e.id};
+    plan.endpoints.push_back(e);
+    return *this;
+  }
+  PlanBuilder& lcore(std::vector<LcorePlan::RxQueue> rx, int cpu = -1) {
+    LcorePlan l;
+    l.id = static_cast<std::uint16_t>(plan.lcores.size());
+    l.cpu = cpu;
+    l.rx = std::move(rx);
+    l.where = {"test.toml", 30 + l.id};
+    plan.lcores.push_back(l);
+    return *this;
+  }
+};
+
+// Waits until every frame the test ports will produce was received and has an outcome.
+void wait_all_processed(Pipeline& p, std::uint64_t expect_rx) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    PipelineSnapshot s = p.snapshot();
+    if (s.total.rx_packets == expect_rx &&
+        s.total.delivered + s.total.transmitted + s.total.dropped() == expect_rx)
+      return;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "rx " << s.total.rx_packets << " of " << expect_rx;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+Frame bad_udp_length() {
+  Frame f = udp_frame("10.0.0.7", 1, "10.0.0.1", 6000);
+  f[14 + 20 + 4] = 0;
+  f[14 + 20 + 5] = 200;  // UDP length beyond the IP payload
+  return f;
+}
+
+TEST(Pipeline, EndToEndExactCountsPerEndpointAndPerDropReason) {
+  std::vector<Frame> q0;
+  for (int i = 0; i < 10; ++i) q0.push_back(udp_frame("10.0.0.7", static_cast<std::uint16_t>(i), "239.1.1.1", 5000));
+  for (int i = 0; i < 7; ++i) q0.push_back(udp_frame("10.0.0.7", 1, "10.0.0.1", 6000));
+  for (int i = 0; i < 3; ++i) q0.push_back(udp_frame("10.0.0.7", 1, "10.0.0.9", 7777));
+  for (int i = 0; i < 2; ++i) q0.push_back(Frame(10, 0xab));
+  q0.push_back(bad_udp_length());
+  for (int i = 0; i < 4; ++i) q0.push_back(udp_frame("fe80::7", 1, "ff02::1", 5000));
+  TestPortConfig cfg;
+  cfg.rx_frames = {q0};
+  cfg.repeat = 3;
+  PlanBuilder b;
+  b.port("p0", cfg)
+      .endpoint("md", EndpointAction::kRing, {"udp dst 239.1.1.1:5000", "udp dst [ff02::1]:5000"})
+      .endpoint("sink", EndpointAction::kSink, {"udp dst 10.0.0.1:6000 port p0"})
+      .lcore({{0, 0}});
+  auto created = Pipeline::create(b.plan);
+  ASSERT_TRUE(created) << created.message();
+  Pipeline& p = *created.value();
+  EXPECT_EQ(p.endpoint_id("md"), 0);
+  EXPECT_EQ(p.endpoint_id("sink"), 1);
+  EXPECT_FALSE(p.endpoint_id("nope"));
+  EXPECT_EQ(p.port_id("p0"), 0);
+  auto& port = dynamic_cast<TestPort&>(p.port(0));
+  EXPECT_EQ(port.steering().rules.size(), 3u);
+
+  ASSERT_TRUE(p.start());
+  EXPECT_TRUE(p.running());
+  // Consume the ring endpoint while the lcore runs; every packet must be one of md's flows.
+  std::uint64_t consumed = 0, misdelivered = 0;
+  const std::uint64_t total = q0.size() * 3;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (consumed < 14 * 3 && std::chrono::steady_clock::now() < deadline) {
+    Mbuf* out[32];
+    unsigned n = p.endpoint_receive(0, out, 32);
+    for (unsigned i = 0; i < n; ++i)
+      if (wire::load_be16(out[i]->data() + out[i]->l4_off + 2) != 5000) ++misdelivered;
+    consumed += n;
+    mbuf_free_bulk(out, n);
+  }
+  wait_all_processed(p, total);
+  ASSERT_TRUE(p.stop());
+  EXPECT_FALSE(p.running());
+
+  Accounting a = p.accounting();
+  EXPECT_EQ(consumed, 14u * 3);
+  EXPECT_EQ(misdelivered, 0u);
+  EXPECT_EQ(a.rx_packets, total);
+  EXPECT_EQ(a.delivered_per_endpoint[0], 14u * 3);
+  EXPECT_EQ(a.delivered_per_endpoint[1], 7u * 3);
+  EXPECT_EQ(a.delivered, 21u * 3);
+  EXPECT_EQ(a.transmitted, 0u);
+  EXPECT_EQ(drop(a, DropReason::kNoMatch), 3u * 3);
+  EXPECT_EQ(drop(a, DropReason::kRuntEthernet), 2u * 3);
+  EXPECT_EQ(drop(a, DropReason::kBadUdpLength), 1u * 3);
+  EXPECT_EQ(a.dropped(), 6u * 3);
+  EXPECT_EQ(a.drained, 0u);
+  ASSERT_EQ(a.pools.size(), 1u);
+  EXPECT_EQ(a.pools[0].outstanding, 0u);
+  EXPECT_TRUE(a.balanced());
+  PipelineSnapshot s = p.snapshot();
+  ASSERT_EQ(s.lcores.size(), 1u);
+  EXPECT_EQ(s.lcores[0].rx_packets, total);
+  EXPECT_GT(s.lcores[0].bursts, 0u);
+  EXPECT_GT(s.lcores[0].rx_bytes, total * 10);
+}
+
+TEST(Pipeline, PacketsLeftInRingsAtStopAreDrainedAndFreed) {
+  TestPortConfig cfg;
+  cfg.rx_frames = {{udp_frame("10.0.0.7", 1, "10.0.0.1", 5000)}};
+  cfg.repeat = 100;
+  PlanBuilder b;
+  b.port("p0", cfg).endpoint("ep", EndpointAction::kRing, {"udp dst *:5000"}).lcore({{0, 0}});
+  auto p = std::move(Pipeline::create(b.plan)).value();
+  ASSERT_TRUE(p->start());
+  wait_all_processed(*p, 100);
+  EXPECT_EQ(p->pool("rx")->in_use(), 100u);
+  ASSERT_TRUE(p->stop());
+  Accounting a = p->accounting();
+  EXPECT_EQ(a.delivered_per_endpoint[0], 100u);
+  EXPECT_EQ(a.drained, 100u);
+  EXPECT_TRUE(a.balanced());
+  Mbuf* out[4];
+  EXPECT_EQ(p->endpoint_receive(0, out, 4), 0u);
+  ASSERT_TRUE(p->stop());  // idempotent
+  auto again = p->start();
+  ASSERT_FALSE(again);
+  EXPECT_NE(again.message().find("cannot be restarted"), std::string::npos);
+}
+
+TEST(Pipeline, TwoLcoresOnTwoQueuesKeepPerLcoreCountsAndShareARingEndpoint) {
+  std::vector<Frame> q0, q1;
+  for (int i = 0; i < 50; ++i) q0.push_back(udp_frame("10.0.0.7", static_cast<std::uint16_t>(i), "10.0.0.1", 5000));
+  for (int i = 0; i < 5; ++i) q0.push_back(udp_frame("10.0.0.7", 1, "10.0.0.2", 6000));
+  for (int i = 0; i < 30; ++i) q1.push_back(udp_frame("10.0.0.8", static_cast<std::uint16_t>(i), "10.0.0.1", 5000));
+  for (int i = 0; i < 9; ++i) q1.push_back(udp_frame("10.0.0.8", 1, "10.0.0.3", 6000));
+  TestPortConfig cfg;
+  cfg.rx_frames = {q0, q1};
+  cfg.repeat = 20;
+  PlanBuilder b;
+  b.port("p0", cfg, 2)
+      .endpoint("feed", EndpointAction::kRing, {"udp dst 10.0.0.1:5000"})
+      .endpoint("other", EndpointAction::kSink, {"udp dst *:6000"})
+      .lcore({{0, 0}})
+      .lcore({{0, 1}});
+  auto p = std::move(Pipeline::create(b.plan)).value();
+  ASSERT_TRUE(p->start());
+  std::uint64_t consumed = 0;
+  const std::uint64_t feed_total = (50 + 30) * 20;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (consumed < feed_total && std::chrono::steady_clock::now() < deadline) {
+    Mbuf* out[64];
+    unsigned n = p->endpoint_receive(0, out, 64);
+    consumed += n;
+    mbuf_free_bulk(out, n);
+  }
+  wait_all_processed(*p, (55 + 39) * 20);
+  ASSERT_TRUE(p->stop());
+  Accounting a = p->accounting();
+  EXPECT_EQ(consumed, feed_total);
+  EXPECT_EQ(a.delivered_per_endpoint[0], feed_total);
+  EXPECT_EQ(a.delivered_per_endpoint[1], (5u + 9u) * 20);
+  EXPECT_TRUE(a.balanced());
+  PipelineSnapshot s = p->snapshot();
+  ASSERT_EQ(s.lcores.size(), 2u);
+  EXPECT_EQ(s.lcores[0].rx_packets, 55u * 20);
+  EXPECT_EQ(s.lcores[1].rx_packets, 39u * 20);
+  EXPECT_EQ(s.lcores[0].delivered, 55u * 20);
+  EXPECT_EQ(s.lcores[1].delivered, 39u * 20);
+}
+
+TEST(Pipeline, EchoAndForwardTransmitOnTheLcoresOwnTxQueues) {
+  TestPortConfig c0;
+  c0.rx_frames = {{udp_frame("10.0.0.7", 1111, "10.0.0.1", 7), udp_frame("10.0.0.7", 1, "10.0.0.1", 8)},
+                  {udp_frame("10.0.0.8", 2222, "10.0.0.1", 7)}};
+  c0.repeat = 10;
+  TestPortConfig c1;  // transmit only
+  PlanBuilder b;
+  b.port("p0", c0, 2, 2).port("p1", c1, 1, 2);
+  b.endpoint("echo", EndpointAction::kEcho, {"udp dst *:7"})
+      .endpoint("fwd", EndpointAction::kForward, {"udp dst *:8"}, 1)
+      .lcore({{0, 0}})
+      .lcore({{0, 1}});
+  auto p = std::move(Pipeline::create(b.plan)).value();
+  ASSERT_TRUE(p->start());
+  wait_all_processed(*p, 30);
+  ASSERT_TRUE(p->stop());
+  Accounting a = p->accounting();
+  EXPECT_EQ(a.transmitted, 30u);
+  EXPECT_EQ(a.transmitted_per_port[0], 20u);
+  EXPECT_EQ(a.transmitted_per_port[1], 10u);
+  EXPECT_TRUE(a.balanced());
+  auto& p0 = dynamic_cast<TestPort&>(p->port(0));
+  auto& p1 = dynamic_cast<TestPort&>(p->port(1));
+  // Each lcore used its own tx queue: lcore 0 -> queue 0, lcore 1 -> queue 1.
+  ASSERT_EQ(p0.transmitted(0).size(), 10u);
+  ASSERT_EQ(p0.transmitted(1).size(), 10u);
+  EXPECT_EQ(wire::load_be16(p0.transmitted(0)[0].data() + 34 + 2), 1111);  // dst port is the old src
+  EXPECT_EQ(wire::load_be16(p0.transmitted(1)[0].data() + 34 + 2), 2222);
+  EXPECT_EQ(p1.transmitted(0).size(), 10u);
+  EXPECT_EQ(p1.transmitted(0)[0], udp_frame("10.0.0.7", 1, "10.0.0.1", 8));
+}
+
+TEST(Pipeline, CatchAllDefaultEndpoint) {
+  TestPortConfig cfg;
+  cfg.rx_frames = {{udp_frame("10.0.0.7", 1, "10.0.0.1", 1), udp_frame("10.0.0.7", 1, "10.0.0.1", 2)}};
+  cfg.repeat = 5;
+  PlanBuilder b;
+  b.port("p0", cfg).endpoint("one", EndpointAction::kSink, {"udp dst *:1"}).endpoint("rest", EndpointAction::kSink, {});
+  b.lcore({{0, 0}});
+  b.plan.default_action = DefaultAction::kEndpoint;
+  b.plan.default_endpoint = 1;
+  auto p = std::move(Pipeline::create(b.plan)).value();
+  ASSERT_TRUE(p->start());
+  wait_all_processed(*p, 10);
+  ASSERT_TRUE(p->stop());
+  Accounting a = p->accounting();
+  EXPECT_EQ(a.delivered_per_endpoint[0], 5u);
+  EXPECT_EQ(a.delivered_per_endpoint[1], 5u);
+  EXPECT_EQ(a.dropped(), 0u);
+  EXPECT_TRUE(a.balanced());
+}
+
+// Flow A always goes to endpoint 0; the rule for flow B is added and removed by this thread
+// while the lcore runs. Frames alternate A, B on one queue, so exactly ceil(rx/2) are A.
+TEST(Pipeline, RulesAddedAndRemovedUnderTrafficLoseNothing) {
+  TestPortConfig cfg;
+  cfg.rx_frames = {{udp_frame("10.0.0.7", 1, "10.0.0.1", 1000), udp_frame("10.0.0.7", 1, "10.0.0.2", 2000)}};
+  cfg.repeat = 0;  // forever
+  PlanBuilder b;
+  b.port("p0", cfg)
+      .endpoint("a", EndpointAction::kSink, {"udp dst 10.0.0.1:1000"})
+      .endpoint("b", EndpointAction::kSink, {})
+      .lcore({{0, 0}});
+  auto p = std::move(Pipeline::create(b.plan)).value();
+  ASSERT_TRUE(p->start());
+  std::uint64_t rules_before = p->rules().size();
+  for (int i = 0; i < 200; ++i) {
+    auto id = p->add_rule(1, "udp dst 10.0.0.2:2000 port p0");
+    ASSERT_TRUE(id) << id.message();
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    ASSERT_TRUE(p->remove_rule(id.value()));
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  auto bad = p->add_rule(1, "udp dst 10.0.0.2:2000 port nosuch");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.message().find("no port named 'nosuch'"), std::string::npos);
+  EXPECT_FALSE(p->add_rule(9, "udp"));
+  ASSERT_TRUE(p->stop());
+  EXPECT_EQ(p->rules().size(), rules_before);
+  EXPECT_TRUE(p->rules()[0].from_config);
+  Accounting a = p->accounting();
+  EXPECT_GT(a.rx_packets, 0u);
+  EXPECT_EQ(a.delivered_per_endpoint[0], (a.rx_packets + 1) / 2);
+  EXPECT_EQ(a.delivered_per_endpoint[1] + drop(a, DropReason::kNoMatch), a.rx_packets / 2);
+  // Both states of the toggled rule really carried traffic.
+  EXPECT_GT(a.delivered_per_endpoint[1], 0u);
+  EXPECT_GT(drop(a, DropReason::kNoMatch), 0u);
+  EXPECT_TRUE(a.balanced());
+}
+
+TEST(Pipeline, ErrorsNameTheConfigLocation) {
+  auto make = [](auto edit) {
+    TestPortConfig cfg;
+    PlanBuilder b;
+    b.port("p0", cfg, 2, 1).endpoint("ep", EndpointAction::kSink, {"udp dst *:1"}).lcore({{0, 0}});
+    edit(b);
+    auto p = Pipeline::create(b.plan);
+    EXPECT_FALSE(p);
+    return p ? std::string() : p.message();
+  };
+  EXPECT_NE(make([](PlanBuilder& b) { b.lcore({{0, 0}}); }).find("test.toml:31: lcore 1: port 'p0' rx queue 0 is already polled by lcore 0"),
+            std::string::npos);
+  EXPECT_NE(make([](PlanBuilder& b) { b.plan.lcores[0].rx[0].queue = 5; }).find("queue 5 does not exist"), std::string::npos);
+  EXPECT_NE(make([](PlanBuilder& b) { b.plan.endpoints[0].match = {"udp dst 1.2.3.4:x"}; })
+                .find("test.toml:20: endpoint 'ep': rule 'udp dst 1.2.3.4:x'"),
+            std::string::npos);
+  EXPECT_NE(make([](PlanBuilder& b) { b.plan.endpoints[0].match = {"udp port p9"}; }).find("no port named 'p9'"),
+            std::string::npos);
+  EXPECT_NE(make([](PlanBuilder& b) {
+              b.plan.endpoints[0].action = EndpointAction::kEcho;
+              b.lcore({{0, 1}});
+            }).find("test.toml:10: port 'p0' has 1 tx queue(s) but more lcores may transmit on it"),
+            std::string::npos);
+  EXPECT_NE(make([](PlanBuilder& b) { b.plan.lcores[0].burst = 1000; }).find("burst 1000 must be from 1 to 256"),
+            std::string::npos);
+  EXPECT_NE(make([](PlanBuilder& b) { b.plan.ports[0].pool = "nopool"; }).find("pool 'nopool' is not defined"),
+            std::string::npos);
+}
+
+TEST(Pipeline, PinningToACpuThatDoesNotExistFailsStartCleanly) {
+  TestPortConfig cfg;
+  cfg.rx_frames = {{udp_frame("10.0.0.7", 1, "10.0.0.1", 1)}};
+  PlanBuilder b;
+  b.port("p0", cfg).endpoint("ep", EndpointAction::kSink, {"udp"}).lcore({{0, 0}}, 1000);
+  auto p = std::move(Pipeline::create(b.plan)).value();
+  Status s = p->start();
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("test.toml:30: lcore 0: cannot pin to cpu 1000"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("this process may use cpus"), std::string::npos);
+  EXPECT_FALSE(p->running());
+  EXPECT_FALSE(dynamic_cast<TestPort&>(p->port(0)).started());
+  EXPECT_TRUE(p->accounting().balanced());
+}
+
+TEST(Pipeline, IdleSleepAndRequestStopEndTheLoop) {
+  TestPortConfig cfg;  // no frames: every poll is empty
+  PlanBuilder b;
+  b.port("p0", cfg).endpoint("ep", EndpointAction::kSink, {"udp"}).lcore({{0, 0}}, 0);
+  b.plan.lcores[0].idle_sleep_us = 1000;
+  auto p = std::move(Pipeline::create(b.plan)).value();
+  ASSERT_TRUE(p->start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  p->request_stop();
+  EXPECT_TRUE(p->stop_requested());
+  ASSERT_TRUE(p->stop());
+  std::uint64_t polls = p->snapshot().lcores[0].empty_polls;
+  EXPECT_GT(polls, 0u);
+  EXPECT_LT(polls, 200u);  // ~50 with a 1 ms sleep; a busy poll would make millions
+  EXPECT_TRUE(p->accounting().balanced());
+}
+
+}  // namespace
+}  // namespace rawpipe
