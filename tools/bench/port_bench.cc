@@ -1,0 +1,145 @@
+// Port-level cost of a receive and a transmit loop, one thread, burst 32: what an lcore pays per
+// packet to get buffers out of a port and give them back, before parse/classify/dispatch.
+//
+// Cases (each skipped with a reason when its driver is not built):
+//   rx/dpdk_null_zero_copy   dpdk port over net_null, DPDK allocating straight from the rawpipe pool
+//   rx/dpdk_null_copy        the same with buffers = "copy" (DPDK mempool + one memcpy per packet)
+//   rx/synth_64              the synth generator, 64-byte IPv4/UDP over 1024 flows (writes every frame)
+//   tx/dpdk_null_zero_copy   pool buffers transmitted through their shadow mbufs, freed by net_null
+//   tx/dpdk_null_copy        copied into DPDK buffers first
+// net_null with copy=0 never touches packet data, so rx/dpdk_null_* measure buffer traffic only;
+// synth writes 64 bytes per frame. tools/bench/run puts these next to dpdk-testpmd rxonly on net_null.
+// Rates are per wall-clock second (UseRealTime), as testpmd's are.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "pipeline/buf/pool.hh"
+#include "pipeline/config/section.hh"
+#include "pmd/registry.hh"
+
+namespace rawpipe {
+namespace {
+
+constexpr const char* kEal = R"(eal_args = ["--no-huge", "-m", "256", "--log-level=*:error"])";
+
+struct Rig {
+  std::unique_ptr<Pool> pool;
+  std::unique_ptr<Port> port;
+  std::string error;
+};
+
+Rig make_rig(const char* pmd, const std::string& keys) {
+  Rig r;
+  const PmdDriver* drv = find_pmd(pmd);
+  if (!drv) {
+    r.error = std::string("driver '") + pmd + "' is not built";
+    return r;
+  }
+  PoolConfig pc;
+  pc.name = "bench";
+  pc.count = 8192;
+  pc.cache_size = 256;
+  auto pool = Pool::create(pc);
+  if (!pool) {
+    r.error = pool.message();
+    return r;
+  }
+  r.pool = std::move(pool).value();
+  auto section = ConfigSection::parse_string(keys, "port_bench");
+  if (!section) {
+    r.error = section.message();
+    return r;
+  }
+  auto spec = drv->parse(section.value());
+  if (!spec) {
+    r.error = spec.message();
+    return r;
+  }
+  if (Status st = section->finish(); !st) {
+    r.error = st.message();
+    return r;
+  }
+  PortEnv env;
+  env.name = pmd;
+  env.pool = r.pool.get();
+  auto port = spec.value()->open(env);
+  if (!port) {
+    r.error = port.message();
+    return r;
+  }
+  r.port = std::move(port).value();
+  if (Status st = r.port->start(); !st) {
+    r.error = st.message();
+    r.port.reset();
+  }
+  return r;
+}
+
+void run_rx(benchmark::State& state, const char* pmd, std::string keys) {
+  Rig r = make_rig(pmd, keys);
+  if (!r.port) {
+    state.SkipWithError(r.error.c_str());
+    return;
+  }
+  r.pool->attach_thread();  // as an lcore does
+  RxQueueHandle rx = r.port->rx_queue(0);
+  Mbuf* pkts[32];
+  std::uint64_t n = 0;
+  for (auto _ : state) {
+    std::uint16_t k = rx(pkts, 32);
+    mbuf_free_bulk(pkts, k);
+    n += k;
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(n));
+  state.counters["zero_copy"] = static_cast<double>(r.port->stats().extended["zero_copy"]);
+  r.pool->detach_thread();
+  r.port->stop();
+}
+
+void run_tx(benchmark::State& state, std::string keys) {
+  Rig r = make_rig("dpdk", keys);
+  if (!r.port) {
+    state.SkipWithError(r.error.c_str());
+    return;
+  }
+  r.pool->attach_thread();
+  TxQueueHandle tx = r.port->tx_queue(0);
+  Mbuf* pkts[32];
+  std::uint64_t n = 0;
+  for (auto _ : state) {
+    if (!r.pool->alloc_bulk(pkts, 32)) {
+      state.SkipWithError("pool ran dry: the port kept buffers");
+      break;
+    }
+    for (Mbuf* m : pkts) m->data_len = 64;
+    std::uint16_t sent = tx(pkts, 32);
+    if (sent < 32) mbuf_free_bulk(pkts + sent, 32 - sent);
+    n += sent;
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(n));
+  r.pool->detach_thread();
+  r.port->stop();
+}
+
+const std::string kNull = std::string(kEal) + "\ndevice = \"net_null0,size=64\"\n";
+const std::string kSynth = "frame_size = 64\nsrc_ports = 1024\n";
+
+}  // namespace
+}  // namespace rawpipe
+
+int main(int argc, char** argv) {
+  using namespace rawpipe;
+  benchmark::RegisterBenchmark("rx/dpdk_null_zero_copy", run_rx, "dpdk", kNull + "buffers = \"zero_copy\"\n")->UseRealTime();
+  benchmark::RegisterBenchmark("rx/dpdk_null_copy", run_rx, "dpdk", kNull + "buffers = \"copy\"\n")->UseRealTime();
+  benchmark::RegisterBenchmark("rx/synth_64", run_rx, "synth", kSynth)->UseRealTime();
+  benchmark::RegisterBenchmark("tx/dpdk_null_zero_copy", run_tx, kNull + "buffers = \"zero_copy\"\n")->UseRealTime();
+  benchmark::RegisterBenchmark("tx/dpdk_null_copy", run_tx, kNull + "buffers = \"copy\"\n")->UseRealTime();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,183 @@
+"""Statistics, the Markdown table and the gnuplot plots of tools/bench/run."""
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+
+
+def summarize(samples):
+    """Median and spread of a list of numbers (None when empty)."""
+    if not samples:
+        return None
+    med = statistics.median(samples)
+    lo, hi = min(samples), max(samples)
+    return {
+        "median": med,
+        "min": lo,
+        "max": hi,
+        # Half the range relative to the median: "+-x%" in the table.
+        "spread_pct": (hi - lo) / 2 / med * 100 if med else 0.0,
+        "samples": samples,
+    }
+
+
+def fmt_value(s, unit):
+    if s is None:
+        return "-"
+    v = s["median"]
+    if unit == "Mpps":
+        text = f"{v:.2f}"
+    elif unit in ("us", "ns/pkt"):
+        text = f"{v:.1f}"
+    elif unit == "MiB":
+        text = f"{v:.1f}"
+    else:
+        text = f"{v:.3g}"
+    if len(s["samples"]) > 1:
+        text += f" ±{s['spread_pct']:.0f}%"
+    return text
+
+
+def ratio_text(row):
+    r = row.get("ratio")
+    return "-" if r is None else f"{r:.2f}"
+
+
+def markdown(result):
+    m = result["machine"]
+    out = []
+    out.append(f"Measured {result['finished_utc']} on {m['cpu_model']} ({m['cpus']} CPUs online), "
+               f"Linux {m['kernel']}, {m['memory_gib']:.0f} GiB RAM, DPDK {m['dpdk_version']}, "
+               f"rawpipe {m['git_commit']}{' (quick mode)' if result['quick'] else ''}; "
+               f"{result['repetitions']} repetition(s) per figure in A B A B order, "
+               f"{result['sample_seconds']} s per sample. Load average at start: {m['loadavg']}.")
+    out.append("")
+    out.append("Figures are medians; ±x% is half the min-max range over the repetitions. "
+               "ratio = rawpipe / peer (above 1 is better for rates, below 1 is better for latency, "
+               "time per packet and memory).")
+    out.append("")
+    out.append("| # | scenario | rawpipe | peer | unit | rawpipe figure | peer figure | ratio |")
+    out.append("|---|---|---|---|---|---|---|---|")
+    for row in result["rows"]:
+        if row["status"] == "not run":
+            out.append(f"| {row['id']} | {row['title']} | {row['rawpipe_label']} | {row['peer_label']} | "
+                       f"{row['unit']} | not run | not run | - |")
+        else:
+            out.append(f"| {row['id']} | {row['title']} | {row['rawpipe_label']} | {row['peer_label']} | "
+                       f"{row['unit']} | {fmt_value(row['rawpipe'], row['unit'])} | "
+                       f"{fmt_value(row['peer'], row['unit'])} | {ratio_text(row)} |")
+    notes = [r for r in result["rows"] if r.get("reason") or r.get("note")]
+    if notes:
+        out.append("")
+        out.append("Notes:")
+        out.append("")
+        for r in notes:
+            text = r.get("reason") if r["status"] == "not run" else r.get("note")
+            if r["status"] == "not run":
+                out.append(f"- {r['id']}: not run: {text}")
+            elif text:
+                out.append(f"- {r['id']}: {text}")
+    out.append("")
+    return "\n".join(out)
+
+
+def _gnuplot(script, cwd):
+    if not shutil.which("gnuplot"):
+        return False
+    proc = subprocess.run(["gnuplot"], input=script, text=True, cwd=cwd, capture_output=True)
+    return proc.returncode == 0
+
+
+def plots(result, out_dir):
+    """Writes PNGs for the rows that have data; returns the file names written."""
+    written = []
+    rows = [r for r in result["rows"] if r["status"] == "measured"]
+
+    # Throughput: rawpipe next to its peer for every Mpps row.
+    mpps = [r for r in rows if r["unit"] == "Mpps" and r["rawpipe"] and r["peer"]]
+    if mpps:
+        dat = os.path.join(out_dir, "throughput.dat")
+        with open(dat, "w") as f:
+            for r in mpps:
+                f.write(f"\"{r['id']}\" {r['rawpipe']['median']:.4f} {r['rawpipe']['min']:.4f} "
+                        f"{r['rawpipe']['max']:.4f} {r['peer']['median']:.4f} {r['peer']['min']:.4f} "
+                        f"{r['peer']['max']:.4f}\n")
+        script = f"""
+set terminal pngcairo size 1100,520 noenhanced
+set output 'throughput.png'
+set title 'Throughput, rawpipe and its peer in the same run (median, min-max bars)'
+set ylabel 'Mpps'
+set style data histograms
+set style histogram errorbars gap 2 lw 1
+set style fill solid 0.8 border -1
+set xtics rotate by -35
+set key top right
+set grid ytics
+set yrange [0:*]
+plot 'throughput.dat' using 2:3:4:xtic(1) title 'rawpipe', '' using 5:6:7 title 'peer'
+"""
+        if _gnuplot(script, out_dir):
+            written.append("throughput.png")
+
+    # Frame sizes (scenario 2): Mpps by size for each series.
+    size_rows = [r for r in rows if r.get("series") and r.get("frame_size")]
+    if size_rows:
+        series = {}
+        for r in size_rows:
+            for side in ("rawpipe", "peer"):
+                if r[side]:
+                    name = f"{r[side + '_label']} ({r['series']})"
+                    series.setdefault(name, []).append((r["frame_size"], r[side]["median"]))
+        dat = os.path.join(out_dir, "sizes.dat")
+        names = sorted(series)
+        with open(dat, "w") as f:
+            for name in names:
+                f.write(f"# {name}\n")
+                for size, v in sorted(series[name]):
+                    f.write(f"{size} {v:.4f}\n")
+                f.write("\n\n")
+        plot_parts = [f"'sizes.dat' index {i} using 1:2 with linespoints title '{n}'" for i, n in enumerate(names)]
+        script = f"""
+set terminal pngcairo size 1000,520 noenhanced
+set output 'sizes.png'
+set title 'Frame size and lcores (scenario 2)'
+set xlabel 'frame size (bytes)'
+set ylabel 'Mpps'
+set logscale x 2
+set grid
+set key outside right
+set yrange [0:*]
+plot {', '.join(plot_parts)}
+"""
+        if _gnuplot(script, out_dir):
+            written.append("sizes.png")
+
+    # Latency percentiles (scenario 5).
+    lat = [r for r in rows if r["unit"] == "us" and r["rawpipe"] and r["peer"]]
+    if lat:
+        dat = os.path.join(out_dir, "latency.dat")
+        with open(dat, "w") as f:
+            for r in lat:
+                f.write(f"\"{r['id']}\" {r['rawpipe']['median']:.3f} {r['peer']['median']:.3f}\n")
+        script = """
+set terminal pngcairo size 900,480 noenhanced
+set output 'latency.png'
+set title 'Round-trip latency (lower is better)'
+set ylabel 'microseconds'
+set style data histograms
+set style fill solid 0.8 border -1
+set grid ytics
+set yrange [0:*]
+plot 'latency.dat' using 2:xtic(1) title 'rawpipe', '' using 3 title 'peer'
+"""
+        if _gnuplot(script, out_dir):
+            written.append("latency.png")
+    return written
+
+
+def write_json(result, path):
+    with open(path, "w") as f:
+        json.dump(result, f, indent=2, sort_keys=False)
+        f.write("\n")
