@@ -1,0 +1,243 @@
+#include "pmd/mlx5/tx.hh"
+
+#include <cstring>
+
+#include "pipeline/buf/pool.hh"
+#include "pmd/mlx5/hw.hh"
+
+namespace rawpipe::mlx5 {
+namespace {
+
+using rdma::HwDoorbell;
+using rdma::ModelDoorbell;
+
+template <class Db>
+RAWPIPE_ALWAYS_INLINE Db doorbell(const TxQueue& q) noexcept {
+  if constexpr (Db::kModel)
+    return Db{q.sink};
+  else
+    return Db{};
+}
+
+RAWPIPE_ALWAYS_INLINE Cqe64* cqe_at(const CqRing& cq, std::uint32_t ci) noexcept {
+  return reinterpret_cast<Cqe64*>(cq.buf + std::size_t(ci & (cq.cqe_cnt - 1)) * kCqeSize);
+}
+
+RAWPIPE_ALWAYS_INLINE int owned(Cqe64* cqe, std::uint32_t ci, std::uint32_t log) noexcept {
+  // A-CQE: pairs with the device's release store of op_own (see rx.cc).
+  const std::uint8_t op = std::atomic_ref<std::uint8_t>(cqe->op_own).load(std::memory_order_acquire);
+  if (cqe_opcode(op) == kCqeInvalid || (op & 1u) != ((ci >> log) & 1u)) return -1;
+  return op;
+}
+
+RAWPIPE_ALWAYS_INLINE void write_wqe(SendWqe* w, std::uint32_t pi, std::uint32_t qpn, std::uint32_t lkey,
+                                     std::uint16_t inl, bool comp, const Mbuf* m) noexcept {
+  const std::uint32_t len = m->data_len;
+  const std::uint8_t* data = m->data();
+  const bool has_data = len > inl;
+  const std::uint8_t opcode = (m->tx_flags & tx_flag::kDummy) ? kOpcodeNop : kOpcodeSend;
+  const std::uint32_t ds = 1 + eth_seg_ds(inl) + (has_data ? 1 : 0);
+  w->ctrl.opmod_idx_opcode = be32(((pi & kWqeCounterMask) << 8) | opcode);
+  w->ctrl.qpn_ds = be32((qpn << 8) | ds);
+  w->ctrl.signature = 0;
+  w->ctrl.dci_stream_channel_id[0] = 0;
+  w->ctrl.dci_stream_channel_id[1] = 0;
+  w->ctrl.fm_ce_se = comp ? kCtrlCqUpdate : 0;
+  w->ctrl.imm = 0;
+  WqeEthSeg& e = w->eth;
+  e.swp_offs = 0;
+  e.cs_flags = static_cast<std::uint8_t>(((m->tx_flags & tx_flag::kL3Csum) ? kEthL3Csum : 0) |
+                                         ((m->tx_flags & tx_flag::kL4Csum) ? kEthL4Csum : 0));
+  e.swp_flags = 0;
+  e.mss = 0;
+  e.metadata = 0;
+  e.inline_hdr_sz = be16(inl);
+  if (inl) {
+    std::memcpy(e.inline_hdr_start, data, kEthL2InlineHeader);
+  }
+  if (has_data) {
+    // With no inline header the data segment sits where the inline bytes would be.
+    auto* d = inl ? &w->data : reinterpret_cast<WqeDataSeg*>(e.inline_hdr_start - 14 + 16);
+    d->byte_count = be32(len - inl);
+    d->lkey = be32(lkey);
+    d->addr = be64(reinterpret_cast<std::uintptr_t>(data + inl));
+  }
+}
+
+// Frees the buffers of WQEBBs [q.sq_ci, upto).
+void free_completed(TxQueue& q, std::uint32_t upto) noexcept {
+  const std::uint32_t mask = q.sq.wqe_cnt - 1;
+  Mbuf* batch[kMaxBurst];
+  unsigned nb = 0;
+  for (std::uint32_t i = q.sq_ci; i != upto; ++i) {
+    batch[nb++] = q.elts[i & mask];
+    if (nb == kMaxBurst) {
+      mbuf_free_bulk(batch, nb);
+      nb = 0;
+    }
+  }
+  if (nb) mbuf_free_bulk(batch, nb);
+  q.sq_ci = upto;
+}
+
+template <class Db>
+void complete(TxQueue& q) noexcept {
+  std::uint32_t ci = q.cq_ci;
+  for (;;) {
+    Cqe64* cqe = cqe_at(q.cq, ci);
+    const int op = owned(cqe, ci, q.cq_log);
+    if (op < 0) break;
+    ++ci;
+    if (RAWPIPE_UNLIKELY(cqe_opcode(static_cast<std::uint8_t>(op)) != kCqeReq)) {
+      const auto* err = reinterpret_cast<const ErrCqe*>(cqe);
+      ++q.syndromes.count[err->syndrome];
+      q.needs_reset = true;
+      // WQEs before the failed one completed; the failed one and the rest are discarded in reset.
+      const std::uint16_t failed = be16(err->wqe_counter);
+      const std::uint32_t done = static_cast<std::uint16_t>(failed - static_cast<std::uint16_t>(q.sq_ci));
+      if (done <= q.sq_pi - q.sq_ci) free_completed(q, q.sq_ci + done);
+      break;
+    }
+    // The completed WQE and every one before it are done (completions are in order).
+    const std::uint16_t wc = be16(cqe->wqe_counter);
+    const std::uint32_t done = static_cast<std::uint16_t>(wc - static_cast<std::uint16_t>(q.sq_ci)) + 1u;
+    if (RAWPIPE_LIKELY(done <= q.sq_pi - q.sq_ci)) free_completed(q, q.sq_ci + done);
+  }
+  if (ci != q.cq_ci) {
+    q.cq_ci = ci;
+    doorbell<Db>(q).record(&q.cq.dbrec[0], be32(ci & kCqCiMask));
+  }
+}
+
+template <class Db>
+void tx_reset(TxQueue& q) noexcept {
+  if (!q.control.reset || !q.control.reset(q.control.ctx, q.queue_id)) return;  // retried next burst
+  // The device writes nothing for this SQ any more; consume what it wrote.
+  std::uint32_t ci = q.cq_ci;
+  for (;;) {
+    Cqe64* cqe = cqe_at(q.cq, ci);
+    const int op = owned(cqe, ci, q.cq_log);
+    if (op < 0) break;
+    if (cqe_opcode(static_cast<std::uint8_t>(op)) != kCqeReq) ++q.syndromes.count[reinterpret_cast<ErrCqe*>(cqe)->syndrome];
+    ++ci;
+  }
+  const std::uint32_t lost = q.sq_pi - q.sq_ci;
+  q.stats.tx_errors += lost;
+  free_completed(q, q.sq_pi);
+  q.cq_ci = ci;
+  q.sq_pi = q.sq_ci = 0;
+  q.since_comp = 0;
+  q.bf_offset = 0;
+  Db db = doorbell<Db>(q);
+  db.record(&q.cq.dbrec[0], be32(ci & kCqCiMask));
+  db.record(q.sq.dbrec, 0);
+  q.needs_reset = false;
+  ++q.resets;
+}
+
+// A buffer from a pool this queue did not register is copied into one that is (the NIC would
+// reject its lkey). Returns null when the pool is empty.
+Mbuf* adopt(TxQueue& q, Mbuf* m) noexcept {
+  Mbuf* c = q.pool->alloc();
+  if (!c) return nullptr;
+  if (m->data_len > q.pool->data_room()) {
+    mbuf_free(c);
+    return nullptr;
+  }
+  std::memcpy(c->data(), m->data(), m->data_len);
+  c->data_len = m->data_len;
+  c->tx_flags = m->tx_flags;
+  mbuf_free(m);
+  ++q.foreign_copies;
+  return c;
+}
+
+template <class Db>
+std::uint16_t tx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
+  TxQueue& q = *static_cast<TxQueue*>(queue);
+  if (q.sq_pi != q.sq_ci) complete<Db>(q);
+  if (RAWPIPE_UNLIKELY(q.needs_reset)) {
+    tx_reset<Db>(q);
+    if (q.needs_reset) return 0;
+  }
+  const std::uint32_t mask = q.sq.wqe_cnt - 1;
+  std::uint32_t room = q.sq.wqe_cnt - (q.sq_pi - q.sq_ci);
+  std::uint32_t pi = q.sq_pi;
+  SendWqe* last = nullptr;
+  std::uint16_t k = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t sent = 0;
+  while (k < n && room) {
+    Mbuf* m = pkts[k];
+    if (RAWPIPE_UNLIKELY(m->data_len < q.inline_bytes || m->data_len == 0)) {
+      // Shorter than the header the device must see: not sendable. Taken and counted.
+      ++q.runts;
+      ++q.stats.tx_errors;
+      mbuf_free(m);
+      ++k;
+      continue;
+    }
+    if (RAWPIPE_UNLIKELY(m->pool != q.pool)) {
+      Mbuf* c = adopt(q, m);
+      if (!c) break;  // the caller keeps pkts[k..n)
+      m = pkts[k] = c;
+    }
+    auto* w = reinterpret_cast<SendWqe*>(q.sq.buf + std::size_t(pi & mask) * kWqeBb);
+    const bool comp = ++q.since_comp >= q.comp_every;
+    if (comp) q.since_comp = 0;
+    write_wqe(w, pi, q.sq.qpn, q.lkey, q.inline_bytes, comp, m);
+    if (RAWPIPE_UNLIKELY(m->tx_flags & tx_flag::kDummy)) {
+      ++q.dummy_sends;
+    } else {
+      bytes += m->data_len;
+      ++sent;
+    }
+    q.elts[pi & mask] = m;
+    last = w;
+    ++pi;
+    --room;
+    ++k;
+  }
+  if (last) {
+    q.sq_pi = pi;
+    Db db = doorbell<Db>(q);
+    // WQEs, then the SQ record, then the UAR write of the last WQE's first 8 bytes (rdma-core's
+    // post_send_db order); the policy supplies the barriers between them.
+    db.record(q.sq.dbrec, be32(pi & kWqeCounterMask));
+    std::uint64_t ctrl8;
+    std::memcpy(&ctrl8, &last->ctrl, sizeof(ctrl8));
+    db.mmio64(q.sq.bf_reg, q.bf_offset, ctrl8);
+    q.bf_offset ^= q.sq.bf_size;
+  }
+  q.stats.tx_packets += sent;
+  q.stats.tx_bytes += bytes;
+  return k;
+}
+
+}  // namespace
+
+void build_send_wqe(void* wqe, std::uint32_t pi, std::uint32_t qpn, std::uint32_t lkey, std::uint16_t inline_bytes,
+                    bool request_completion, const Mbuf* m) noexcept {
+  write_wqe(static_cast<SendWqe*>(wqe), pi, qpn, lkey, inline_bytes, request_completion, m);
+}
+
+TxBurstFn tx_burst_function(bool model) noexcept { return model ? tx_burst<ModelDoorbell> : tx_burst<HwDoorbell>; }
+
+Status tx_setup(TxQueue& q) {
+  if (q.comp_every == 0 || q.comp_every > q.sq.wqe_cnt / 2)
+    return Status::errorf("tx completion interval {} must be between 1 and half the send ring ({})", q.comp_every,
+                          q.sq.wqe_cnt / 2);
+  if (q.inline_bytes != 0 && q.inline_bytes != kEthL2InlineHeader)
+    return Status::errorf("minimum inline header {} is not supported (rawpipe inlines 0 or 18 bytes)", q.inline_bytes);
+  q.cq_log = static_cast<std::uint32_t>(std::countr_zero(q.cq.cqe_cnt));
+  q.sq_pi = q.sq_ci = q.cq_ci = 0;
+  q.since_comp = 0;
+  q.bf_offset = 0;
+  return Status::ok();
+}
+
+void tx_release(TxQueue& q) {
+  if (q.elts) free_completed(q, q.sq_pi);
+}
+
+}  // namespace rawpipe::mlx5
