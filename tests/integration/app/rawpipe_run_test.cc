@@ -1,0 +1,245 @@
+// The rawpipe binary end to end: run a config for about a second with --json and check the
+// summary (balanced accounting, no buffer outstanding, exact counts with a packet limit), stop on
+// SIGINT, reject a bad config with file and line, answer --version. Needs no privileges.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Dirs {
+  fs::path source, build;
+};
+
+// This test lives in <build>/tests/integration; meson-info in the build directory names the source.
+Dirs dirs() {
+  fs::path exe = fs::read_symlink("/proc/self/exe");
+  for (fs::path dir = exe.parent_path(); dir.has_relative_path(); dir = dir.parent_path()) {
+    fs::path info = dir / "meson-info" / "meson-info.json";
+    if (!fs::exists(info)) continue;
+    std::ifstream in(info);
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded()) break;
+    return {fs::path(j["directories"]["source"].get<std::string>()), dir};
+  }
+  return {};
+}
+
+struct Output {
+  int status = -1;  // exit code, or 128 + signal
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class RawpipeBinary : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    d_ = dirs();
+    ASSERT_FALSE(d_.build.empty()) << "cannot find meson-info above this test";
+    bin_ = d_.build / "apps" / "rawpipe" / "rawpipe";
+    ASSERT_TRUE(fs::exists(bin_)) << bin_ << " is not built";
+    tmp_ = fs::temp_directory_path() / ("rawpipe-app-test-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(tmp_);
+  }
+  void TearDown() override { fs::remove_all(tmp_); }
+
+  // Runs rawpipe with args; when interrupt_after_ms >= 0 sends SIGINT after that long.
+  Output run(std::vector<std::string> args, int interrupt_after_ms = -1, int timeout_s = 60) {
+    std::vector<std::string> full = {bin_.string()};
+    full.insert(full.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : full) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const fs::path out = tmp_ / "stdout", err = tmp_ / "stderr";
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid;
+    Output o;
+    int rc = posix_spawn(&pid, bin_.c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+      o.err = "posix_spawn failed";
+      return o;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    bool interrupted = false;
+    int status = 0;
+    for (;;) {
+      pid_t r = waitpid(pid, &status, WNOHANG);
+      if (r == pid) break;
+      auto elapsed = std::chrono::steady_clock::now() - start;
+      if (!interrupted && interrupt_after_ms >= 0 && elapsed > std::chrono::milliseconds(interrupt_after_ms)) {
+        kill(pid, SIGINT);
+        interrupted = true;
+      }
+      if (elapsed > std::chrono::seconds(timeout_s)) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        ADD_FAILURE() << "rawpipe did not finish within " << timeout_s << " s";
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    o.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    o.out = slurp(out);
+    o.err = slurp(err);
+    return o;
+  }
+
+  nlohmann::json read_json(const fs::path& p) {
+    std::ifstream in(p);
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << p << " is not JSON:\n" << slurp(p);
+    return j;
+  }
+
+  static void expect_balanced(const nlohmann::json& j) {
+    std::uint64_t drops = 0;
+    for (auto& [reason, n] : j["drops"].items()) drops += n.get<std::uint64_t>();
+    EXPECT_EQ(drops, j["dropped"].get<std::uint64_t>());
+    EXPECT_EQ(j["rx_packets"].get<std::uint64_t>(),
+              j["delivered"].get<std::uint64_t>() + j["transmitted"].get<std::uint64_t>() + drops);
+    std::uint64_t per_ep = 0;
+    for (auto& [name, n] : j["delivered_per_endpoint"].items()) per_ep += n.get<std::uint64_t>();
+    EXPECT_EQ(per_ep, j["delivered"].get<std::uint64_t>());
+    EXPECT_TRUE(j["balanced"].get<bool>());
+    EXPECT_EQ(j["buffers_outstanding"].get<std::uint64_t>(), 0u);
+    EXPECT_TRUE(j["ok"].get<bool>());
+  }
+
+  Dirs d_;
+  fs::path bin_, tmp_;
+};
+
+TEST_F(RawpipeBinary, DefaultConfigRunsForASecondAndBalances) {
+  const fs::path json = tmp_ / "summary.json";
+  Output o = run({"run", (d_.source / "configs" / "default.toml").string(), "--duration", "1", "--json", json.string()});
+  ASSERT_EQ(o.status, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("pool rx: "), std::string::npos) << o.out;  // the memory notice
+  EXPECT_NE(o.out.find("port synth0 rx queue 0: synth generator"), std::string::npos) << o.out;  // path report
+  EXPECT_NE(o.out.find("OK: every packet accounted for"), std::string::npos) << o.out;
+  auto j = read_json(json);
+  expect_balanced(j);
+  EXPECT_GT(j["rx_packets"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(j["rx_bytes"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(j["mpps"].get<double>(), 0.0);
+  EXPECT_TRUE(j["delivered_per_endpoint"].contains("video"));
+  EXPECT_TRUE(j["delivered_per_endpoint"].contains("telemetry"));
+  // 1% malformed frames and the unmatched fourth group show up by reason.
+  EXPECT_GT(j["drops"]["truncated_ipv4"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(j["drops"]["no_match"].get<std::uint64_t>(), 0u);
+}
+
+TEST_F(RawpipeBinary, PacketLimitGivesExactCountsInTheJson) {
+  const fs::path cfg = tmp_ / "exact.toml";
+  std::ofstream(cfg) << R"([run]
+default_action = "endpoint"
+default_endpoint = "rest"
+[[pools]]
+name = "rx"
+count = 8192
+[[ports]]
+name = "s"
+pmd = "synth"
+packets = 20000
+dst_ports = 5
+seed = 0
+malformed_fraction = 0.1
+malformed_kinds = ["bad_ihl"]
+[[endpoints]]
+name = "five"
+action = "ring"
+match = ["udp dst *:5000"]
+ring_size = 8192
+[[endpoints]]
+name = "rest"
+action = "sink"
+[[lcores]]
+rx = ["s:0"]
+)";
+  const fs::path json = tmp_ / "exact.json";
+  Output o = run({"run", cfg.string(), "--duration", "1", "--json", json.string()});
+  ASSERT_EQ(o.status, 0) << o.out << o.err;
+  auto j = read_json(json);
+  expect_balanced(j);
+  EXPECT_EQ(j["rx_packets"].get<std::uint64_t>(), 20000u);
+  EXPECT_EQ(j["rx_bytes"].get<std::uint64_t>(), 20000u * 64);
+  EXPECT_EQ(j["drops"]["bad_ipv4_ihl"].get<std::uint64_t>(), 2000u);
+  // Seed 0 cycles the 5 flows (ports 5000..5004) in order, 4000 packets each; every 10th packet is
+  // malformed, which is always the fifth flow's turn. So port 5000 ("five") keeps all 4000 and the
+  // default endpoint gets 3 x 4000 + 2000.
+  EXPECT_EQ(j["delivered_per_endpoint"]["five"].get<std::uint64_t>(), 4000u);
+  EXPECT_EQ(j["delivered_per_endpoint"]["rest"].get<std::uint64_t>(), 14000u);
+  // The consumer thread received what it could before the stop; the rest was drained at stop.
+  const std::uint64_t consumed = j["consumed_per_endpoint"].value("five", std::uint64_t{0});
+  EXPECT_EQ(consumed + j["drained_at_stop"].get<std::uint64_t>(), 4000u);
+}
+
+TEST_F(RawpipeBinary, SigintStopsCleanly) {
+  const fs::path json = tmp_ / "sigint.json";
+  Output o = run({"run", (d_.source / "configs" / "imix-malformed.toml").string(), "--json", json.string()}, 1500);
+  ASSERT_EQ(o.status, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("[    1.0s] rx "), std::string::npos) << o.out;  // one live line
+  auto j = read_json(json);
+  expect_balanced(j);
+  EXPECT_GT(j["rx_packets"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(j["drops"]["bad_ipv6_payload_length"].get<std::uint64_t>(), 0u);
+}
+
+TEST_F(RawpipeBinary, CheckAcceptsEverySampleAndRejectsABadConfig) {
+  for (const char* name : {"default.toml", "bench-synth.toml", "imix-malformed.toml", "multi-lcore.toml"}) {
+    // The samples other than default.toml pin threads to CPUs 0 and 1.
+    if (std::thread::hardware_concurrency() < 2 && std::string(name) != "default.toml") continue;
+    Output o = run({"check", (d_.source / "configs" / name).string()});
+    EXPECT_EQ(o.status, 0) << name << "\n" << o.out << o.err;
+    EXPECT_NE(o.out.find(": valid"), std::string::npos) << o.out;
+  }
+  const fs::path bad = tmp_ / "bad.toml";
+  std::ofstream(bad) << "[[pools]]\nname = \"rx\"\n[[ports]]\nname = \"p\"\npmd = \"synth\"\nrx_ring_size = 1000\n"
+                        "[[lcores]]\nrx = [\"p:0\"]\n";
+  Output o = run({"check", bad.string()});
+  EXPECT_EQ(o.status, 1);
+  EXPECT_EQ(o.err, "rawpipe: " + bad.string() +
+                       ":6: ports[0] 'p': key 'rx_ring_size': expected a power of two from 1 to 1048576, got 1000 "
+                       "(try 1024)\n");
+}
+
+TEST_F(RawpipeBinary, VersionHelpAndDrivers) {
+  Output v = run({"--version"});
+  EXPECT_EQ(v.status, 0);
+  EXPECT_EQ(v.out, "rawpipe 0.1.0\n");
+  Output h = run({"--help"});
+  EXPECT_EQ(h.status, 0);
+  EXPECT_NE(h.out.find("run"), std::string::npos);
+  EXPECT_NE(h.out.find("check"), std::string::npos);
+  Output l = run({"list-pmds"});
+  EXPECT_EQ(l.status, 0);
+  EXPECT_EQ(l.out.rfind("synth ", 0), 0u) << l.out;
+  Output none = run({});
+  EXPECT_NE(none.status, 0);  // a subcommand is required
+}
+
+}  // namespace
