@@ -25,14 +25,14 @@ RAWPIPE_ALWAYS_INLINE void take_offload_facts(Mbuf* s, const rte_mbuf* m) noexce
   s->flags = flags;
 }
 
-// Copies a (possibly chained) DPDK frame into a fresh rawpipe slot and frees the DPDK buffer.
-// Returns the slot, or nullptr when the frame was dropped (counted).
-Mbuf* copy_in(DpdkRxQueue* q, rte_mbuf* m, Mbuf* s) noexcept {
+// Copies a (possibly chained) DPDK frame into a fresh rawpipe slot; the caller frees the DPDK
+// buffer (in bulk, once per burst). Returns the slot, or nullptr when the frame was too long for
+// it (counted, slot returned).
+Mbuf* copy_in(DpdkRxQueue* q, const rte_mbuf* m, Mbuf* s) noexcept {
   const std::uint32_t len = rte_pktmbuf_pkt_len(m);
   if (RAWPIPE_UNLIKELY(len > s->buf_len - s->data_off)) {
     counter_add(q->too_long, 1);
     mbuf_free(s);
-    rte_pktmbuf_free(m);
     return nullptr;
   }
   std::uint8_t* dst = s->data();
@@ -42,7 +42,6 @@ Mbuf* copy_in(DpdkRxQueue* q, rte_mbuf* m, Mbuf* s) noexcept {
   }
   s->data_len = len;
   take_offload_facts(s, m);
-  rte_pktmbuf_free(m);
   return s;
 }
 
@@ -53,6 +52,8 @@ std::uint16_t rx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noex
   rte_mbuf* ms[kMaxBurst];
   if (n > kMaxBurst) n = kMaxBurst;
   const std::uint16_t got = rte_eth_rx_burst(q->eth_port, q->eth_queue, ms, n);
+  rte_mbuf* spent[kMaxBurst];  // DPDK buffers whose frames were copied (or dropped)
+  unsigned nspent = 0;
   std::uint16_t out = 0;
   std::uint64_t bytes = 0;
   std::uint64_t copied = 0;
@@ -68,10 +69,10 @@ std::uint16_t rx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noex
       s->data_len = m->data_len;
       take_offload_facts(s, m);
     } else {
+      spent[nspent++] = m;
       s = q->pool->alloc();
       if (RAWPIPE_UNLIKELY(s == nullptr)) {
         counter_add(q->nombuf, 1);
-        rte_pktmbuf_free(m);
         continue;
       }
       s = copy_in(q, m, s);
@@ -83,6 +84,7 @@ std::uint16_t rx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noex
     bytes += s->data_len;
     pkts[out++] = s;
   }
+  if (RAWPIPE_UNLIKELY(nspent != 0)) rte_pktmbuf_free_bulk(spent, nspent);
   counter_add(q->packets, out);
   counter_add(q->bytes, bytes);
   if (copied) counter_add(q->copied, copied);
@@ -107,7 +109,6 @@ std::uint16_t rx_burst_copy(void* queue, Mbuf** pkts, std::uint16_t n) noexcept 
   for (unsigned i = 0; i < got; ++i) {
     if (RAWPIPE_UNLIKELY(i >= have)) {
       counter_add(q->nombuf, 1);
-      rte_pktmbuf_free(ms[i]);
       continue;
     }
     Mbuf* s = copy_in(q, ms[i], slots[i]);
@@ -117,6 +118,7 @@ std::uint16_t rx_burst_copy(void* queue, Mbuf** pkts, std::uint16_t n) noexcept 
     bytes += s->data_len;
     pkts[out++] = s;
   }
+  rte_pktmbuf_free_bulk(ms, got);
   counter_add(q->packets, out);
   counter_add(q->bytes, bytes);
   counter_add(q->copied, out);
