@@ -226,6 +226,11 @@ class SynthPort final : public Port {
     for (std::uint16_t qi = 0; qi < env_.rx_queues; ++qi) {
       RxQueue& q = rx_[qi];
       q.frames = frames_.get();
+      q.flow_frames = frames_->flow_frames;
+      q.meta = frames_->meta.data();
+      q.flow_stride = frames_->flow_stride;
+      q.flow_len = frames_->flow_len;
+      q.block_copy = frames_->block_copy;
       q.pool = env_.pool;
       q.port = env_.port_id;
       q.queue = qi;
@@ -256,7 +261,10 @@ class SynthPort final : public Port {
   void stop() override {}  // generated frames live in the caller's buffers; the port holds none
 
   RxQueueHandle rx_queue(std::uint16_t queue) override {
-    return {spec_.rate_pps > 0 ? &rx_burst_rate : &rx_burst_full, &rx_[queue]};
+    // Called after start() (the engine starts ports before resolving queues), when the mode is known.
+    const bool flows = frames_ && frames_->flow_frames;
+    if (spec_.rate_pps > 0) return {flows ? &rx_burst_rate_flows : &rx_burst_rate, &rx_[queue]};
+    return {flows ? &rx_burst_full_flows : &rx_burst_full, &rx_[queue]};
   }
   TxQueueHandle tx_queue(std::uint16_t queue) override { return {&tx_burst, &tx_[queue]}; }
 

@@ -252,6 +252,32 @@ Result<std::unique_ptr<SynthFrames>> build_frames(const Spec& spec, std::uint32_
     frames->templates[index] = b.t;
     base += align_up(b.bytes.size(), kCacheLine);
   }
+
+  frames->meta.resize(frames->flows.size());
+  for (std::size_t i = 0; i < frames->flows.size(); ++i)
+    frames->meta[i] = {frames->flows[i].hash, frames->flows[i].ipv6};
+
+  std::uint32_t largest = 0;
+  for (auto size : spec.sizes) largest = std::max<std::uint32_t>(largest, size);
+  frames->block_copy = align_up(largest, kCacheLine) <= data_room;
+
+  // Whole frames per flow when they are few and plain enough; 8 MiB keeps them cache-friendly.
+  const std::uint32_t stride = static_cast<std::uint32_t>(align_up(spec.sizes[0], kCacheLine));
+  if (spec.sizes.size() == 1 && spec.malformed_kinds.empty() && n * stride <= (8u << 20)) {
+    frames->flow_storage.assign(n * stride + kCacheLine, 0);
+    std::uint8_t* fbase = reinterpret_cast<std::uint8_t*>(
+        align_up(reinterpret_cast<std::uintptr_t>(frames->flow_storage.data()), kCacheLine));
+    for (std::size_t i = 0; i < frames->flows.size(); ++i) {
+      const Flow& f = frames->flows[i];
+      const Template& t = frames->at(Malformed::kNone, f.ipv6, 0);
+      std::uint8_t* d = fbase + i * stride;
+      std::memcpy(d, t.bytes, t.len);
+      patch_flow(t, f, d);
+    }
+    frames->flow_frames = fbase;
+    frames->flow_stride = stride;
+    frames->flow_len = spec.sizes[0];
+  }
   return frames;
 }
 

@@ -1,8 +1,7 @@
-// synth receive: copy a template, patch the flow, count.
+// synth receive: copy a prebuilt frame (whole per flow, or a template patched with the flow), count.
 #include <chrono>
 #include <cstring>
 
-#include "pipeline/wire/checksum.hh"
 #include "pmd/synth/synth.hh"
 
 namespace rawpipe::synth {
@@ -10,10 +9,38 @@ namespace {
 
 constexpr std::uint64_t kMalformedOne = 1ull << 32;
 
-RAWPIPE_ALWAYS_INLINE void fill(RxQueue* q, Mbuf* m, std::uint64_t& bytes, std::uint64_t& v6) noexcept {
-  const SynthFrames& fr = *q->frames;
-  const Flow& f = fr.flows[q->flow_order[q->flow_pos]];
+// Copies whole 64-byte blocks (constant-size moves the compiler inlines) when the rounding fits
+// the buffer's data room, which start() checked once for every frame.
+RAWPIPE_ALWAYS_INLINE void copy_frame(std::uint8_t* d, const std::uint8_t* s, unsigned len, bool blocks) noexcept {
+  if (RAWPIPE_LIKELY(blocks)) {
+    unsigned off = 0;
+    do {
+      std::memcpy(d + off, s + off, kCacheLine);
+      off += kCacheLine;
+    } while (off < len);
+  } else {
+    std::memcpy(d, s, len);
+  }
+}
+
+RAWPIPE_ALWAYS_INLINE void set_meta(const RxQueue* q, Mbuf* m, std::uint32_t len, std::uint32_t hash) noexcept {
+  m->data_len = len;
+  m->port = q->port;
+  m->queue = q->queue;
+  m->rss_hash = hash;
+  m->flags = pkt_flag::kRssHash;
+}
+
+RAWPIPE_ALWAYS_INLINE std::uint32_t next_flow(RxQueue* q) noexcept {
+  const std::uint32_t f = q->flow_order[q->flow_pos];
   if (++q->flow_pos == q->flow_count) q->flow_pos = 0;
+  return f;
+}
+
+// Template mode: IMIX sizes, malformed frames, or too many flows to prebuild.
+RAWPIPE_ALWAYS_INLINE void fill_template(RxQueue* q, Mbuf* m, std::uint64_t& bytes, std::uint64_t& v6) noexcept {
+  const SynthFrames& fr = *q->frames;
+  const Flow& f = fr.flows[next_flow(q)];
   const unsigned size = q->size_seq[q->size_pos];
   if (++q->size_pos == q->size_count) q->size_pos = 0;
 
@@ -28,27 +55,23 @@ RAWPIPE_ALWAYS_INLINE void fill(RxQueue* q, Mbuf* m, std::uint64_t& bytes, std::
     }
   }
   const Template& t = fr.at(kind, f.ipv6, size);
-
   std::uint8_t* d = m->data();
-  std::memcpy(d, t.bytes, t.len);
-  const std::uint8_t flags = t.flags;
-  if (flags & patch::kAddrs) std::memcpy(d + t.addr_off, f.addrs, t.addr_len);
-  if (flags & patch::kPorts) std::memcpy(d + t.ports_off, f.ports, 4);
-  if (flags & patch::kIpCsum) wire::store_be16(d + t.ip_csum_off, wire::csum_fold(std::uint64_t(t.ip_sum) + f.addr_sum));
-  if (flags & patch::kL4Csum) {
-    std::uint16_t c = wire::csum_fold(std::uint64_t(t.l4_sum) + f.l4_sum);
-    if ((flags & patch::kUdpZero) && c == 0) c = 0xffff;
-    wire::store_be16(d + t.l4_csum_off, c);
-  }
-  m->data_len = t.len;
-  m->port = q->port;
-  m->queue = q->queue;
-  m->rss_hash = f.hash;
-  m->flags = pkt_flag::kRssHash;
+  copy_frame(d, t.bytes, t.len, q->block_copy);
+  patch_flow(t, f, d);
+  set_meta(q, m, t.len, f.hash);
   bytes += t.len;
   v6 += f.ipv6;
 }
 
+// Flow-frame mode: the flow's whole frame is ready; one copy.
+RAWPIPE_ALWAYS_INLINE void fill_flow(RxQueue* q, Mbuf* m, std::uint64_t& v6) noexcept {
+  const std::uint32_t f = next_flow(q);
+  copy_frame(m->data(), q->flow_frames + std::size_t(f) * q->flow_stride, q->flow_len, q->block_copy);
+  set_meta(q, m, q->flow_len, q->meta[f].hash);
+  v6 += q->meta[f].ipv6;
+}
+
+template <bool kFlows>
 RAWPIPE_ALWAYS_INLINE std::uint16_t generate(RxQueue* q, Mbuf** pkts, std::uint16_t n) noexcept {
   if (!q->pool->alloc_bulk(pkts, n)) [[unlikely]] {
     count_add(q->counters.rx_nombuf, n);
@@ -56,7 +79,12 @@ RAWPIPE_ALWAYS_INLINE std::uint16_t generate(RxQueue* q, Mbuf** pkts, std::uint1
   }
   std::uint64_t bytes = 0;
   std::uint64_t v6 = 0;
-  for (std::uint16_t i = 0; i < n; ++i) fill(q, pkts[i], bytes, v6);
+  if constexpr (kFlows) {
+    for (std::uint16_t i = 0; i < n; ++i) fill_flow(q, pkts[i], v6);
+    bytes = std::uint64_t(n) * q->flow_len;
+  } else {
+    for (std::uint16_t i = 0; i < n; ++i) fill_template(q, pkts[i], bytes, v6);
+  }
   q->remaining -= n;
   count_add(q->counters.rx_packets, n);
   count_add(q->counters.rx_bytes, bytes);
@@ -64,18 +92,18 @@ RAWPIPE_ALWAYS_INLINE std::uint16_t generate(RxQueue* q, Mbuf** pkts, std::uint1
   return n;
 }
 
-}  // namespace
-
-std::uint16_t rx_burst_full(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
+template <bool kFlows>
+RAWPIPE_ALWAYS_INLINE std::uint16_t rx_full(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
   auto* q = static_cast<RxQueue*>(queue);
   if (q->remaining < n) [[unlikely]] {
     n = static_cast<std::uint16_t>(q->remaining);
     if (n == 0) return 0;
   }
-  return generate(q, pkts, n);
+  return generate<kFlows>(q, pkts, n);
 }
 
-std::uint16_t rx_burst_rate(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
+template <bool kFlows>
+RAWPIPE_ALWAYS_INLINE std::uint16_t rx_rate(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
   auto* q = static_cast<RxQueue*>(queue);
   if (q->remaining < n) {
     n = static_cast<std::uint16_t>(q->remaining);
@@ -91,9 +119,20 @@ std::uint16_t rx_burst_rate(void* queue, Mbuf** pkts, std::uint16_t n) noexcept 
     n = static_cast<std::uint16_t>(q->tokens);
     if (n == 0) return 0;
   }
-  std::uint16_t got = generate(q, pkts, n);
+  std::uint16_t got = generate<kFlows>(q, pkts, n);
   q->tokens -= got;
   return got;
+}
+
+}  // namespace
+
+std::uint16_t rx_burst_full(void* queue, Mbuf** pkts, std::uint16_t n) noexcept { return rx_full<false>(queue, pkts, n); }
+std::uint16_t rx_burst_rate(void* queue, Mbuf** pkts, std::uint16_t n) noexcept { return rx_rate<false>(queue, pkts, n); }
+std::uint16_t rx_burst_full_flows(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
+  return rx_full<true>(queue, pkts, n);
+}
+std::uint16_t rx_burst_rate_flows(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
+  return rx_rate<true>(queue, pkts, n);
 }
 
 }  // namespace rawpipe::synth

@@ -23,11 +23,13 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "pipeline/buf/pool.hh"
+#include "pipeline/wire/checksum.hh"
 #include "pipeline/wire/wire.hh"
 #include "pmd/port.hh"
 
@@ -107,12 +109,40 @@ struct Flow {
   std::uint8_t ipv6 = 0;
 };
 
+// What rx needs of a flow besides its bytes, packed so a burst touches few cache lines.
+struct FlowMeta {
+  std::uint32_t hash = 0;
+  std::uint32_t ipv6 = 0;
+};
+
+// Writes flow f's addresses, ports and checksums into d, which holds template t's bytes.
+RAWPIPE_ALWAYS_INLINE void patch_flow(const Template& t, const Flow& f, std::uint8_t* d) noexcept {
+  const std::uint8_t flags = t.flags;
+  if (flags & patch::kAddrs) std::memcpy(d + t.addr_off, f.addrs, t.addr_len);
+  if (flags & patch::kPorts) std::memcpy(d + t.ports_off, f.ports, 4);
+  if (flags & patch::kIpCsum) wire::store_be16(d + t.ip_csum_off, wire::csum_fold(std::uint64_t(t.ip_sum) + f.addr_sum));
+  if (flags & patch::kL4Csum) {
+    std::uint16_t c = wire::csum_fold(std::uint64_t(t.l4_sum) + f.l4_sum);
+    if ((flags & patch::kUdpZero) && c == 0) c = 0xffff;
+    wire::store_be16(d + t.l4_csum_off, c);
+  }
+}
+
 // Built by start(); read-only while lcores run.
 struct SynthFrames {
   std::vector<std::uint8_t> storage;
   std::vector<Template> templates;  // index: ((kind * 2) + ipv6) * sizes + size
   std::vector<Flow> flows;
+  std::vector<FlowMeta> meta;       // by flow index
   std::size_t size_count = 0;
+  // With one frame size, no malformed frames and few enough flows, every flow's whole frame is
+  // prebuilt (checksums included) and rx copies it as is: no per-packet patching at all.
+  std::vector<std::uint8_t> flow_storage;
+  const std::uint8_t* flow_frames = nullptr;  // null when not prebuilt
+  std::uint32_t flow_stride = 0;              // bytes between flow frames (a multiple of 64)
+  std::uint16_t flow_len = 0;
+  // Copies may round up to whole 64-byte blocks: every template plus its rounding fits the data room.
+  bool block_copy = false;
   const Template& at(Malformed kind, unsigned ipv6, unsigned size) const noexcept {
     return templates[((static_cast<unsigned>(kind) * 2u) + ipv6) * size_count + size];
   }
@@ -137,6 +167,11 @@ inline std::uint64_t count_load(const std::uint64_t& counter) noexcept {
 
 struct alignas(kFalseSharingRange) RxQueue {
   const SynthFrames* frames = nullptr;
+  const std::uint8_t* flow_frames = nullptr;  // SynthFrames::flow_frames, or null
+  const FlowMeta* meta = nullptr;
+  std::uint32_t flow_stride = 0;
+  std::uint16_t flow_len = 0;
+  bool block_copy = false;
   Pool* pool = nullptr;
   std::uint16_t port = 0;
   std::uint16_t queue = 0;
@@ -171,9 +206,12 @@ struct alignas(kFalseSharingRange) TxQueue {
   QueueCounters counters;
 };
 
-// Burst functions, chosen once per queue by rx_queue(): full speed or rate-limited.
+// Burst functions, chosen once per queue by rx_queue(): full speed or rate-limited, copying whole
+// prebuilt flow frames or patching templates.
 std::uint16_t rx_burst_full(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
 std::uint16_t rx_burst_rate(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
+std::uint16_t rx_burst_full_flows(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
+std::uint16_t rx_burst_rate_flows(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
 std::uint16_t tx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
 
 }  // namespace rawpipe::synth

@@ -279,6 +279,23 @@ TEST(Synth, ImixSizesFollowTheWeights) {
   EXPECT_EQ(h.port->stats().rx_queues[0].rx_bytes, bytes);
 }
 
+TEST(Synth, PatchedTemplatesHaveValidChecksums) {
+  // IMIX and malformed frames take the template-and-patch path (not whole prebuilt flow frames);
+  // every well-formed frame it makes must still carry correct checksums.
+  auto h = open("packets = 600\nimix = [[100, 1], [300, 1]]\nipv6_fraction = 0.5\ndst_ports = 6\n"
+                "malformed_fraction = 0.1\nmalformed_kinds = [\"truncated\"]\nprotocol = \"tcp\"\n");
+  auto pkts = drain(*h.port);
+  ASSERT_EQ(pkts.size(), 600u);
+  std::size_t good = 0;
+  for (Mbuf* m : pkts) {
+    if (m->drop_reason != 0) continue;
+    ++good;
+    expect_checksums_ok(m);
+  }
+  EXPECT_EQ(good, 540u);
+  free_all(pkts);
+}
+
 TEST(Synth, MalformedIPv4FramesGetTheirDropReasons) {
   auto h = open("packets = 1000\nmalformed_fraction = 0.1\nframe_size = 128\n");
   std::uint64_t fragments = 0;
