@@ -9,6 +9,13 @@
 // Arguments: burst size / working set.
 //
 //   build-*/tests/bench/bench_parse_bench --benchmark_min_time=0.5
+//
+// Peer: DPDK's software parser rte_net_get_ptype (L2/VLAN/QinQ, IPv4/IPv6 with extension
+// headers, L4 type and header lengths) over the same frames in the same buffers, compiled in
+// when DPDK's flags are given (meson builds the bench without them):
+//   g++ -std=c++20 -O3 -march=x86-64-v2 -DRAWPIPE_BENCH_DPDK_PEER -I. -Iinclude -Ibuild-X \
+//     tests/bench/parse_bench.cc pipeline/parse/parse.cc pipeline/wire/builder.cc pipeline/buf/pool.cc \
+//     $(pkg-config --cflags --libs libdpdk) -lbenchmark -lfmt -pthread -o /tmp/parse_bench_peer
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -21,6 +28,11 @@
 #include "pipeline/parse/parse.hh"
 #include "pipeline/wire/builder.hh"
 #include "tests/support/golden_frames.hh"
+
+#ifdef RAWPIPE_BENCH_DPDK_PEER
+#include <rte_mbuf.h>
+#include <rte_net.h>
+#endif
 
 namespace rawpipe {
 namespace {
@@ -152,6 +164,67 @@ void BM_ParseMalformedMix(benchmark::State& state) {
 BENCHMARK(BM_ParseUdp4_64B)->ArgsProduct({{8, 16, 32, 64, 128, 256}, {256, 4096}});
 BENCHMARK(BM_ParseVlanIpv6Mix)->ArgsProduct({{8, 16, 32, 64, 128, 256}, {256, 4096}});
 BENCHMARK(BM_ParseMalformedMix)->ArgsProduct({{8, 16, 32, 64, 128, 256}, {256, 4096}});
+
+#ifdef RAWPIPE_BENCH_DPDK_PEER
+// rte_mbuf headers in one array whose buf_addr points into the same pool slots, so the peer reads
+// the same data lines; it writes packet_type and l2/l3/l4_len as a DPDK application would.
+void run_dpdk(benchmark::State& state, const std::vector<Frame>& frames) {
+  Fixture fx(frames);
+  std::vector<rte_mbuf> mb(kMaxWorkingSet);
+  std::vector<rte_mbuf*> ptrs(kMaxWorkingSet);
+  for (std::uint32_t i = 0; i < kMaxWorkingSet; ++i) {
+    rte_mbuf& m = mb[i];
+    std::memset(&m, 0, sizeof m);
+    m.buf_addr = fx.bufs[i]->data() - RTE_PKTMBUF_HEADROOM;
+    m.data_off = RTE_PKTMBUF_HEADROOM;
+    m.buf_len = static_cast<std::uint16_t>(RTE_PKTMBUF_HEADROOM + fx.bufs[i]->data_len);
+    m.data_len = static_cast<std::uint16_t>(fx.bufs[i]->data_len);
+    m.pkt_len = fx.bufs[i]->data_len;
+    m.nb_segs = 1;
+    m.next = nullptr;
+    ptrs[i] = &m;
+  }
+  const unsigned burst = static_cast<unsigned>(state.range(0));
+  const std::uint32_t working_set = static_cast<std::uint32_t>(state.range(1));
+  std::uint32_t at = 0;
+  std::uint64_t pkts = 0;
+  for (auto _ : state) {
+    rte_mbuf* const* b = ptrs.data() + at;
+    for (unsigned i = 0; i < burst; ++i) {
+      if (i + 4 < burst) rte_prefetch0(rte_pktmbuf_mtod(b[i + 4], void*));
+      rte_net_hdr_lens lens;
+      b[i]->packet_type = rte_net_get_ptype(b[i], &lens, RTE_PTYPE_ALL_MASK);
+      b[i]->l2_len = lens.l2_len;
+      b[i]->l3_len = lens.l3_len;
+      b[i]->l4_len = lens.l4_len;
+    }
+    benchmark::DoNotOptimize(b[burst - 1]->packet_type);
+    benchmark::ClobberMemory();
+    at += burst;
+    if (at + burst > working_set) at = 0;
+    pkts += burst;
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(pkts));
+  state.counters["ns_per_pkt"] = benchmark::Counter(
+      static_cast<double>(pkts) / 1e9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void BM_DpdkPtypeUdp4_64B(benchmark::State& state) {
+  static const std::vector<Frame> frames = shape_udp4();
+  run_dpdk(state, frames);
+}
+void BM_DpdkPtypeVlanIpv6Mix(benchmark::State& state) {
+  static const std::vector<Frame> frames = shape_vlan_ipv6_mix();
+  run_dpdk(state, frames);
+}
+void BM_DpdkPtypeMalformedMix(benchmark::State& state) {
+  static const std::vector<Frame> frames = shape_malformed_mix();
+  run_dpdk(state, frames);
+}
+BENCHMARK(BM_DpdkPtypeUdp4_64B)->ArgsProduct({{8, 16, 32, 64, 128, 256}, {256, 4096}});
+BENCHMARK(BM_DpdkPtypeVlanIpv6Mix)->ArgsProduct({{8, 16, 32, 64, 128, 256}, {256, 4096}});
+BENCHMARK(BM_DpdkPtypeMalformedMix)->ArgsProduct({{8, 16, 32, 64, 128, 256}, {256, 4096}});
+#endif
 
 }  // namespace
 }  // namespace rawpipe
