@@ -12,9 +12,9 @@
 //
 // Peer: DPDK's software parser rte_net_get_ptype (L2/VLAN/QinQ, IPv4/IPv6 with extension
 // headers, L4 type and header lengths) over the same frames in the same buffers, compiled in
-// when DPDK's flags are given (meson builds the bench without them):
-//   g++ -std=c++20 -O3 -march=x86-64-v2 -DRAWPIPE_BENCH_DPDK_PEER -I. -Iinclude -Ibuild-X \
-//     tests/bench/parse_bench.cc pipeline/parse/parse.cc pipeline/wire/builder.cc pipeline/buf/pool.cc \
+// when DPDK's flags are given (meson builds the bench without them); one command line:
+//   g++ -std=c++20 -O3 -march=x86-64-v2 -DRAWPIPE_BENCH_DPDK_PEER -I. -Iinclude -Ibuild-X
+//     tests/bench/parse_bench.cc pipeline/parse/parse.cc pipeline/wire/builder.cc pipeline/buf/pool.cc
 //     $(pkg-config --cflags --libs libdpdk) -lbenchmark -lfmt -pthread -o /tmp/parse_bench_peer
 #include <benchmark/benchmark.h>
 
