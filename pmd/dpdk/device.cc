@@ -440,7 +440,6 @@ std::string DpdkPort::path_report() const {
   for (std::uint16_t q = 0; q < env_.tx_queues; ++q)
     out += fmt::format("port {} tx queue {}: dpdk ethdev {} ({}, driver {}), {}\n", env_.name, q, eth_port_,
                        spec_.device, driver_, zero_copy_ ? "zero-copy" : "copy");
-  if (!out.empty()) out.pop_back();
   return out;
 }
 

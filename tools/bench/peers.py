@@ -21,15 +21,14 @@ class NotRun(Exception):
 TESTPMD_EAL = ["--no-huge", "-m", "256", "--no-shconf", "--no-telemetry", "--no-pci", "--log-level=*:error"]
 
 
-def testpmd_lcores(cores):
-    """EAL lcore map: the main lcore (idle in the command line) on CPU 0, forwarding lcores on the
-    last CPUs, so one forwarding core lands on the same CPU as rawpipe's lcore."""
+def testpmd_lcores(cores, fwd_cpus=None):
+    """EAL lcore map: forwarding lcores on the CPUs rawpipe's lcores get (by default the last
+    CPUs), the main lcore (idle in the command line) on a CPU without a forwarding lcore if any."""
     ncpu = os.cpu_count() or 1
-    if cores == 1:
-        fwd = [ncpu - 1]
-    else:
-        fwd = [ncpu - 1 - i % ncpu for i in range(cores)]
-    parts = ["0@0"] + [f"{i + 1}@{cpu}" for i, cpu in enumerate(fwd)]
+    fwd = list(fwd_cpus) if fwd_cpus else [(ncpu - 1 - i) % ncpu for i in range(cores)]
+    free = [c for c in range(ncpu) if c not in fwd]
+    main = free[0] if free else 0
+    parts = [f"0@{main}"] + [f"{i + 1}@{cpu}" for i, cpu in enumerate(fwd)]
     return ",".join(parts)
 
 
@@ -37,13 +36,13 @@ class Testpmd:
     """One dpdk-testpmd process in interactive mode. Forwarding runs only while measure() runs, so
     the process can stay up between the A and B samples without taking a core from the other side."""
 
-    def __init__(self, vdev, cores=1, mbufs=8192, burst=32):
+    def __init__(self, vdev, cores=1, mbufs=8192, burst=32, fwd_cpus=None):
         exe = shutil.which("dpdk-testpmd")
         if not exe:
             raise NotRun("dpdk-testpmd is not installed (Debian package dpdk)")
         # testpmd prints with stdio; line buffering makes its answers arrive while it runs.
         prefix = ["stdbuf", "-oL"] if shutil.which("stdbuf") else []
-        self.cmdline = prefix + [exe] + TESTPMD_EAL + ["--lcores", testpmd_lcores(cores), "--vdev", vdev, "--",
+        self.cmdline = prefix + [exe] + TESTPMD_EAL + ["--lcores", testpmd_lcores(cores, fwd_cpus), "--vdev", vdev, "--",
                                               "-i", f"--nb-cores={cores}", f"--rxq={cores}", f"--txq={cores}",
                                               f"--total-num-mbufs={mbufs}", f"--burst={burst}",
                                               "--forward-mode=rxonly"]
@@ -201,7 +200,8 @@ class GoogleBenchmark:
         return data.get("benchmarks", [])
 
     def items_mpps(self, name, seconds, cpu=None):
-        for b in self.run("^" + re.escape(name) + "$", seconds, cpu):
+        # UseRealTime() adds "/real_time" to the registered name.
+        for b in self.run("^" + re.escape(name) + "(/real_time)?$", seconds, cpu):
             if b.get("error_occurred"):
                 raise NotRun(f"{name}: {b.get('error_message')}")
             if "items_per_second" in b:

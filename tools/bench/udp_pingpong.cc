@@ -1,0 +1,125 @@
+// One UDP ping-pong client for both sides of the echo-latency comparison.
+//
+// sockperf's own client cannot measure a byte-exact echo: it discards replies that still carry
+// its "client" flag, which only `sockperf server` clears. This client sends sockperf-format
+// requests (sequence, client and pong-request flags, length), so `sockperf server` answers them,
+// and accepts any reply with the right sequence number, so rawpipe's echo endpoint (which returns
+// the bytes unchanged) is measured by the same code and the same clock.
+//
+//   udp_pingpong --ip 10.90.0.1 --port 7007 --seconds 5 [--size 64] [--warmup 200]
+// prints one JSON object: {"count", "lost", "p50_us", "p99_us", "p999_us", "min_us", "max_us"}.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return std::uint64_t(ts.tv_sec) * 1000000000ull + std::uint64_t(ts.tv_nsec);
+}
+
+void put_be(std::uint8_t* p, std::uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) {
+    p[i] = std::uint8_t(v);
+    v >>= 8;
+  }
+}
+
+std::uint64_t get_be64(const std::uint8_t* p) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = v << 8 | p[i];
+  return v;
+}
+
+double pct(const std::vector<std::uint64_t>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  std::size_t i = std::min(sorted.size() - 1, std::size_t(q * double(sorted.size() - 1) + 0.5));
+  return double(sorted[i]) / 1000.0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string ip = "127.0.0.1";
+  int port = 11111;
+  double seconds = 5;
+  std::size_t size = 64;
+  unsigned warmup = 200;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i];
+    if (k == "--ip") ip = argv[i + 1];
+    else if (k == "--port") port = std::atoi(argv[i + 1]);
+    else if (k == "--seconds") seconds = std::atof(argv[i + 1]);
+    else if (k == "--size") size = std::size_t(std::atoi(argv[i + 1]));
+    else if (k == "--warmup") warmup = unsigned(std::atoi(argv[i + 1]));
+    else {
+      std::fprintf(stderr, "udp_pingpong: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (size < 14) size = 14;
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(std::uint16_t(port));
+  if (inet_pton(AF_INET, ip.c_str(), &dst.sin_addr) != 1) {
+    std::fprintf(stderr, "udp_pingpong: bad address %s\n", ip.c_str());
+    return 2;
+  }
+  if (connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst) != 0) {
+    std::perror("udp_pingpong: connect");
+    return 1;
+  }
+  timeval tv{0, 100000};  // a reply later than 100 ms counts as lost
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::vector<std::uint8_t> msg(size, 0), reply(size + 64);
+  std::vector<std::uint64_t> rtt;
+  rtt.reserve(1 << 20);
+  std::uint64_t lost = 0, seq = 0;
+  const std::uint64_t end = now_ns() + std::uint64_t(seconds * 1e9);
+  for (unsigned n = 0;; ++n) {
+    const bool warm = n < warmup;
+    if (!warm && now_ns() >= end) break;
+    ++seq;
+    put_be(msg.data(), seq, 8);
+    put_be(msg.data() + 8, 1 /* client */ | 2 /* pong request */, 2);
+    put_be(msg.data() + 10, size, 4);
+    const std::uint64_t t0 = now_ns();
+    if (send(fd, msg.data(), msg.size(), 0) < 0) {
+      ++lost;
+      continue;
+    }
+    for (;;) {
+      ssize_t r = recv(fd, reply.data(), reply.size(), 0);
+      if (r < 0) {
+        if (!warm) ++lost;
+        break;
+      }
+      if (r >= 8 && get_be64(reply.data()) == seq) {
+        if (!warm) rtt.push_back(now_ns() - t0);
+        break;
+      }
+      // A late reply to an earlier (lost) request: keep waiting for ours.
+    }
+  }
+  std::sort(rtt.begin(), rtt.end());
+  std::printf("{\"count\": %zu, \"lost\": %llu, \"p50_us\": %.2f, \"p99_us\": %.2f, \"p999_us\": %.2f, "
+              "\"min_us\": %.2f, \"max_us\": %.2f}\n",
+              rtt.size(), static_cast<unsigned long long>(lost), pct(rtt, 0.5), pct(rtt, 0.99), pct(rtt, 0.999),
+              rtt.empty() ? 0.0 : double(rtt.front()) / 1000.0, rtt.empty() ? 0.0 : double(rtt.back()) / 1000.0);
+  close(fd);
+  return rtt.empty() ? 1 : 0;
+}
