@@ -39,7 +39,12 @@ struct RxQueue {
   std::size_t ring_bytes = 0;
   std::uint32_t block_size = 0;
   std::uint32_t block_count = 0;
-  // Reader position (lcore only): the block being drained, frames left in it, the next frame.
+  // V2 only: fixed frame slots, frames_per_block of them in each block.
+  std::uint32_t frame_size = 0;
+  std::uint32_t frame_count = 0;
+  std::uint32_t frames_per_block = 0;
+  // Reader position (lcore only): V3: the block being drained, frames left in it, the next frame.
+  // V2: `block` is the next frame slot.
   std::uint32_t block = 0;
   std::uint32_t frames_left = 0;
   const std::uint8_t* next_frame = nullptr;
@@ -60,7 +65,8 @@ struct TxQueue {
   std::uint64_t would_block = 0;       // bursts the kernel refused for lack of room (EAGAIN/ENOBUFS)
 };
 
-std::uint16_t rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
+std::uint16_t rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;     // TPACKET_V3
+std::uint16_t rx_burst_v2(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;  // TPACKET_V2
 std::uint16_t tx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
 
 // Completes a CHECKSUM_PARTIAL UDP/TCP checksum in place (the kernel left the pseudo-header sum in

@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -36,6 +38,7 @@ struct Spec final : PortSpec {
   std::uint16_t fanout_type = PACKET_FANOUT_HASH;
   std::string fanout_name = "hash";
   bool qdisc_bypass = false;
+  int tpacket_version = 3;
 
   Result<std::unique_ptr<Port>> open(const PortEnv& env) const override;
 };
@@ -52,7 +55,8 @@ Status socket_error(std::string_view what, const std::string& ifname, int err) {
 
 class AfPacketPort final : public Port {
  public:
-  AfPacketPort(const Spec& spec, const PortEnv& env, int ifindex) : spec_(spec), env_(env), ifindex_(ifindex) {}
+  AfPacketPort(const Spec& spec, const PortEnv& env, int ifindex)
+      : spec_(spec), env_(env), ifindex_(ifindex), mtu_(link().mtu) {}
   ~AfPacketPort() override { close_all(); }
 
   Status open_queues();
@@ -63,7 +67,9 @@ class AfPacketPort final : public Port {
   LinkInfo link() const override;
   Status start() override;
   void stop() override;
-  RxQueueHandle rx_queue(std::uint16_t q) override { return {&rx_burst, &rxq_[q]}; }
+  RxQueueHandle rx_queue(std::uint16_t q) override {
+    return {spec_.tpacket_version == 2 ? &rx_burst_v2 : &rx_burst, &rxq_[q]};
+  }
   TxQueueHandle tx_queue(std::uint16_t q) override { return {&tx_burst, &txq_[q]}; }
   PortStats stats() const override;
 
@@ -74,6 +80,7 @@ class AfPacketPort final : public Port {
   Spec spec_;
   PortEnv env_;
   int ifindex_;
+  std::uint32_t mtu_;
   std::vector<RxQueue> rxq_;
   std::vector<TxQueue> txq_;
   bool started_ = false;
@@ -102,26 +109,49 @@ Status AfPacketPort::open_queues() {
     // Protocol 0: the socket receives nothing until start() binds it to ETH_P_ALL.
     q.fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
     if (q.fd < 0) return socket_error("socket(AF_PACKET)", ifname, errno);
-    int v = TPACKET_V3;
+    int v = spec_.tpacket_version == 2 ? TPACKET_V2 : TPACKET_V3;
     if (setsockopt(q.fd, SOL_PACKET, PACKET_VERSION, &v, sizeof v) < 0)
-      return socket_error("PACKET_VERSION TPACKET_V3", ifname, errno);
+      return socket_error(spec_.tpacket_version == 2 ? "PACKET_VERSION TPACKET_V2" : "PACKET_VERSION TPACKET_V3",
+                          ifname, errno);
     // Our own transmit must not come back as receive.
     int one = 1;
     if (setsockopt(q.fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one) < 0)
       return socket_error("PACKET_IGNORE_OUTGOING (Linux 4.20 or later)", ifname, errno);
-    tpacket_req3 req{};
-    req.tp_block_size = spec_.block_size;
-    req.tp_block_nr = block_count;
-    req.tp_frame_size = kFrameSize;
-    req.tp_frame_nr = static_cast<unsigned>((std::uint64_t(spec_.block_size) / kFrameSize) * block_count);
-    req.tp_retire_blk_tov = spec_.block_timeout_ms;
-    req.tp_feature_req_word = TP_FT_REQ_FILL_RXHASH;
-    if (setsockopt(q.fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
-      return socket_error(fmt::format("PACKET_RX_RING ({} blocks of {} bytes)", block_count, spec_.block_size),
-                          ifname, errno);
-    q.block_size = spec_.block_size;
-    q.block_count = block_count;
-    q.ring_bytes = std::size_t(spec_.block_size) * block_count;
+    if (spec_.tpacket_version == 2) {
+      // Slots must hold the header, the sockaddr_ll and a whole frame of the interface's MTU.
+      const std::uint32_t frame_size = std::max<std::uint32_t>(
+          kFrameSize, static_cast<std::uint32_t>(std::bit_ceil(std::uint64_t(mtu_) + 14 + 8 + 128)));
+      const std::uint32_t block_size = std::max<std::uint32_t>(frame_size, 4096) * 16;
+      const std::uint32_t per_block = block_size / frame_size;
+      const std::uint32_t blocks = (std::max<std::uint32_t>(env_.rx_ring_size, per_block) + per_block - 1) / per_block;
+      tpacket_req req{};
+      req.tp_block_size = block_size;
+      req.tp_block_nr = blocks;
+      req.tp_frame_size = frame_size;
+      req.tp_frame_nr = blocks * per_block;
+      if (setsockopt(q.fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
+        return socket_error(fmt::format("PACKET_RX_RING ({} frames of {} bytes)", req.tp_frame_nr, frame_size),
+                            ifname, errno);
+      q.block_size = block_size;
+      q.block_count = blocks;
+      q.frame_size = frame_size;
+      q.frames_per_block = per_block;
+      q.frame_count = req.tp_frame_nr;
+    } else {
+      tpacket_req3 req{};
+      req.tp_block_size = spec_.block_size;
+      req.tp_block_nr = block_count;
+      req.tp_frame_size = kFrameSize;
+      req.tp_frame_nr = static_cast<unsigned>((std::uint64_t(spec_.block_size) / kFrameSize) * block_count);
+      req.tp_retire_blk_tov = spec_.block_timeout_ms;
+      req.tp_feature_req_word = TP_FT_REQ_FILL_RXHASH;
+      if (setsockopt(q.fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
+        return socket_error(fmt::format("PACKET_RX_RING ({} blocks of {} bytes)", block_count, spec_.block_size),
+                            ifname, errno);
+      q.block_size = spec_.block_size;
+      q.block_count = block_count;
+    }
+    q.ring_bytes = std::size_t(q.block_size) * q.block_count;
     void* ring = mmap(nullptr, q.ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, q.fd, 0);
     if (ring == MAP_FAILED) {
       q.ring_bytes = 0;
@@ -223,10 +253,20 @@ void AfPacketPort::close_all() {
 std::string AfPacketPort::path_report() const {
   std::string out;
   for (const RxQueue& q : rxq_) {
+    if (spec_.tpacket_version == 2) {
+      out += fmt::format(
+          "af_packet {} rxq{}: TPACKET_V2 ring of {} frame slots of {} bytes, each handed over as soon as it is "
+          "written, one copy per frame into pool buffers (the ring is kernel memory; af_xdp is the zero-copy "
+          "rung){}{}\n",
+          spec_.interface, q.queue, q.frame_count, q.frame_size,
+          rxq_.size() > 1 ? fmt::format(", fanout {} group {}", spec_.fanout_name, fanout_id_) : std::string(),
+          spec_.promiscuous ? ", promiscuous" : "");
+      continue;
+    }
     out += fmt::format(
         "af_packet {} rxq{}: TPACKET_V3 ring of {} x {} KiB blocks, block timeout {} ms, one copy per frame into "
         "pool buffers (the ring is kernel memory recycled per block, so frames cannot be lent out; af_xdp is the "
-        "zero-copy rung){}{}\n",
+        "zero-copy rung; a frame can wait up to the block timeout: tpacket_version = 2 for latency){}{}\n",
         spec_.interface, q.queue, q.block_count, q.block_size / 1024, spec_.block_timeout_ms,
         rxq_.size() > 1 ? fmt::format(", fanout {} group {}", spec_.fanout_name, fanout_id_) : std::string(),
         spec_.promiscuous ? ", promiscuous" : "");
@@ -343,6 +383,11 @@ Result<std::unique_ptr<PortSpec>> parse(ConfigSection& section) {
                       : spec->fanout_name == "lb" ? PACKET_FANOUT_LB
                                                   : PACKET_FANOUT_CPU;
   spec->qdisc_bypass = section.boolean("qdisc_bypass", false);
+  spec->tpacket_version = static_cast<int>(section.integer("tpacket_version", 2, 3, 3));
+  if (spec->tpacket_version == 2) {
+    for (std::string_view k : {"block_size", "block_count", "block_timeout_ms"})
+      if (section.has(k)) section.fail(k, "only used with tpacket_version = 3 (V2 rings have fixed frame slots)");
+  }
   RAWPIPE_TRY(section.status());
   return std::unique_ptr<PortSpec>(std::move(spec));
 }

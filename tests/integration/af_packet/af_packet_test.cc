@@ -177,12 +177,16 @@ std::vector<Seen> receive(Port& port, std::uint16_t queues, std::size_t want, Po
   return seen;
 }
 
-TEST(AfPacket, DeliversExactlyTheDatagramsSentOverSeveralFlows) {
+// Both ring versions: V3 (blocks, the default) and V2 (frame slots).
+class AfPacketRing : public ::testing::TestWithParam<int> {};
+
+TEST_P(AfPacketRing, DeliversExactlyTheDatagramsSentOverSeveralFlows) {
   if (auto why = test::netns_unavailable_reason()) GTEST_SKIP() << *why;
   Net net;
   ASSERT_TRUE(make_net(net).is_ok());
   auto pool = make_pool();
-  auto port = open_port(*net.ours, fmt::format("interface = '{}'\n", net.veth->a().name), pool.get());
+  auto port = open_port(*net.ours, fmt::format("interface = '{}'\ntpacket_version = {}\n", net.veth->a().name, GetParam()),
+                        pool.get());
   ASSERT_TRUE(port) << port.message();
   constexpr unsigned kFlows = 8, kPerFlow = 250;
   std::thread sender([&] { send_flows(*net.peer, kOurIp, kFlows, kPerFlow, 6000); });
@@ -200,6 +204,7 @@ TEST(AfPacket, DeliversExactlyTheDatagramsSentOverSeveralFlows) {
     EXPECT_EQ(s.payload.rfind(fmt::format("flow {} ", flow), 0), 0u);
   }
   EXPECT_EQ(got, expected) << "every payload once";
+  EXPECT_NE(port.value()->path_report().find(fmt::format("TPACKET_V{}", GetParam())), std::string::npos);
   PortStats st = port.value()->stats();
   EXPECT_GE(st.rx_queues[0].rx_packets, kFlows * kPerFlow);
   EXPECT_EQ(st.extended.at("kernel_drops"), 0u);
@@ -233,12 +238,13 @@ TEST(AfPacket, FanoutKeepsEachFlowOnOneQueue) {
   EXPECT_EQ(queues_used.size(), 2u) << "16 flows hashed onto 2 queues used only one";
 }
 
-TEST(AfPacket, RestoresVlanTagsTheKernelStripped) {
+TEST_P(AfPacketRing, RestoresVlanTagsTheKernelStripped) {
   if (auto why = test::netns_unavailable_reason()) GTEST_SKIP() << *why;
   Net net;
   ASSERT_TRUE(make_net(net).is_ok());
   auto pool = make_pool();
-  auto port = open_port(*net.ours, fmt::format("interface = '{}'\n", net.veth->a().name), pool.get());
+  auto port = open_port(*net.ours, fmt::format("interface = '{}'\ntpacket_version = {}\n", net.veth->a().name, GetParam()),
+                        pool.get());
   ASSERT_TRUE(port) << port.message();
   // The receiving kernel moves a tag into skb metadata (skb_vlan_untag) whatever the sender did;
   // send tagged frames from a raw socket on the peer (no 8021q module needed).
@@ -295,12 +301,13 @@ void swap_in_place(Mbuf* m) {
   std::memcpy(udp + 2, tmp, 2);
 }
 
-TEST(AfPacket, EchoesThroughTxBurstReachTheKernelClient) {
+TEST_P(AfPacketRing, EchoesThroughTxBurstReachTheKernelClient) {
   if (auto why = test::netns_unavailable_reason()) GTEST_SKIP() << *why;
   Net net;
   ASSERT_TRUE(make_net(net).is_ok());
   auto pool = make_pool();
-  auto port = open_port(*net.ours, fmt::format("interface = '{}'\n", net.veth->a().name), pool.get());
+  auto port = open_port(*net.ours, fmt::format("interface = '{}'\ntpacket_version = {}\n", net.veth->a().name, GetParam()),
+                        pool.get());
   ASSERT_TRUE(port) << port.message();
   constexpr unsigned kCount = 300;
   std::atomic<bool> done{false};
@@ -353,6 +360,16 @@ TEST(AfPacket, EchoesThroughTxBurstReachTheKernelClient) {
   port.value()->stop();
   port.value().reset();
   EXPECT_EQ(pool->available(), pool->count());
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, AfPacketRing, ::testing::Values(3, 2));
+
+TEST(AfPacket, V3KeysAreRejectedWithV2) {
+  auto sec = ConfigSection::parse_string("interface = 'x'\ntpacket_version = 2\nblock_timeout_ms = 5\n", "a.toml");
+  ASSERT_TRUE(sec);
+  auto spec = find_pmd("af_packet")->parse(sec.value());
+  ASSERT_FALSE(spec);
+  EXPECT_NE(spec.message().find("a.toml:3"), std::string::npos) << spec.message();
 }
 
 TEST(AfPacket, MissingInterfaceSaysSo) {
