@@ -199,8 +199,9 @@ RAWPIPE_ALWAYS_INLINE DropReason parse_frame(Mbuf* m, const std::uint8_t* d, uns
       et = wire::load_be16(d + off + 4);
       off += sizeof(wire::VlanTag);
       m->vlan_count = static_cast<std::uint8_t>(++n);
+      // Set per tag so that a frame dropped for a bad later tag still shows the tags it had.
+      flags |= pkt_flag::kVlan | (n == 2 ? pkt_flag::kQinQ : 0);
     } while (is_vlan_tpid(et));
-    flags |= pkt_flag::kVlan | (n == 2 ? pkt_flag::kQinQ : 0);
   }
   const unsigned l3 = off + 2;
   m->l3_off = static_cast<std::uint16_t>(l3);

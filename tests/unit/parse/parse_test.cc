@@ -298,6 +298,10 @@ TEST_F(ParseTest, TruncatedVlan) {
   EXPECT_REASON(prefix(g::kUdp4Vlan, 14), DropReason::kTruncatedVlan);
   EXPECT_REASON(prefix(g::kUdp4Vlan, 17), DropReason::kTruncatedVlan);
   EXPECT_REASON(prefix(g::kUdp4QinQ, 21), DropReason::kTruncatedVlan);  // inside the second tag
+  Mbuf* m = parse(prefix(g::kUdp4QinQ, 21));
+  EXPECT_EQ(m->vlan_count, 1);
+  EXPECT_EQ(m->vlan_tci[0], 0x0064);
+  EXPECT_EQ(m->flags, kVlan);
   // The tag and the EtherType after it are complete: what is missing is the IPv4 header.
   EXPECT_REASON(prefix(g::kUdp4Vlan, 18), DropReason::kTruncatedIpv4);
 }
@@ -314,6 +318,10 @@ TEST_F(ParseTest, TooManyVlans) {
   Mbuf* m = parse(three_tags);
   EXPECT_EQ(reason_name(m->drop_reason), "too_many_vlans");
   EXPECT_EQ(m->vlan_count, 2);
+  EXPECT_EQ(m->vlan_tci[0], 100);
+  EXPECT_EQ(m->vlan_tci[1], 200);
+  EXPECT_EQ(m->flags, kVlan | kQinQ);
+  EXPECT_EQ(m->l3_off, 0);  // never found
   // The third TPID is the last thing read: a frame ending right after it is still "too many".
   EXPECT_REASON(prefix(three_tags, 22), DropReason::kTooManyVlans);
 }
