@@ -80,7 +80,8 @@ RAWPIPE_ALWAYS_INLINE DropReason parse_l4(Mbuf* m, const std::uint8_t* d, unsign
     if (RAWPIPE_UNLIKELY(ulen < sizeof(wire::UdpHeader) || (ulen > avail && !fragment)))
       return DropReason::kBadUdpLength;
     m->payload_off = static_cast<std::uint16_t>(l4 + sizeof(wire::UdpHeader));
-    m->payload_len = static_cast<std::uint16_t>((ulen < avail ? ulen : avail) - sizeof(wire::UdpHeader));
+    const unsigned carried = fragment && ulen > avail ? avail : ulen;
+    m->payload_len = static_cast<std::uint16_t>(carried - sizeof(wire::UdpHeader));
     return DropReason::kNone;
   }
   if (proto == wire::kIpProtoTcp) {
@@ -106,17 +107,24 @@ RAWPIPE_ALWAYS_INLINE DropReason parse_ipv4(Mbuf* m, const std::uint8_t* d, unsi
   if (RAWPIPE_UNLIKELY(avail < wire::kIpv4MinHeader)) return DropReason::kTruncatedIpv4;
   const std::uint8_t* ip = d + l3;
   const unsigned vihl = ip[0];
-  const unsigned ihl = (vihl & 0xf) * 4u;
   const unsigned total = wire::load_be16(ip + 2);
-  // The three header checks folded into one reason, tested once (VPP ip4_input_check_x1 style).
-  const DropReason r = (vihl >> 4) != 4                         ? DropReason::kBadIpv4Version
-                       : (ihl < wire::kIpv4MinHeader || ihl > avail) ? DropReason::kBadIpv4Ihl
-                       : (total < ihl || total > avail)          ? DropReason::kBadIpv4TotalLength
-                                                                 : DropReason::kNone;
-  if (RAWPIPE_UNLIKELY(r != DropReason::kNone)) return r;
+  unsigned ihl = wire::kIpv4MinHeader;
+  if (RAWPIPE_LIKELY(vihl == 0x45)) {  // version 4 without options: only the length to check
+    if (RAWPIPE_UNLIKELY(total < wire::kIpv4MinHeader || total > avail)) return DropReason::kBadIpv4TotalLength;
+  } else {
+    ihl = (vihl & 0xf) * 4u;
+    // The three header checks folded into one reason, tested once (VPP ip4_input_check_x1 style).
+    const DropReason r = (vihl >> 4) != 4                             ? DropReason::kBadIpv4Version
+                         : (ihl < wire::kIpv4MinHeader || ihl > avail) ? DropReason::kBadIpv4Ihl
+                         : (total < ihl || total > avail)              ? DropReason::kBadIpv4TotalLength
+                                                                       : DropReason::kNone;
+    if (RAWPIPE_UNLIKELY(r != DropReason::kNone)) return r;
+    flags |= ihl > wire::kIpv4MinHeader ? pkt_flag::kIpOptions : 0;
+  }
   const std::uint8_t proto = ip[9];
   m->l4_proto = proto;
-  flags |= ((ip[16] & 0xf0) == 0xe0 ? pkt_flag::kMulticast : 0) | (ihl > wire::kIpv4MinHeader ? pkt_flag::kIpOptions : 0);
+  // 224.0.0.0/4: one unsigned compare.
+  flags |= static_cast<std::uint8_t>(ip[16] - 0xe0u) < 0x10u ? pkt_flag::kMulticast : 0;
   const unsigned frag = wire::load_be16(ip + 6);
   const unsigned ip_end = l3 + total;
   if (RAWPIPE_LIKELY((frag & (wire::kIpv4FlagMf | wire::kIpv4OffsetMask)) == 0))
@@ -183,13 +191,16 @@ RAWPIPE_ALWAYS_INLINE DropReason parse_ipv6(Mbuf* m, const std::uint8_t* d, unsi
 RAWPIPE_ALWAYS_INLINE DropReason parse_frame(Mbuf* m, const std::uint8_t* d, unsigned len,
                                              std::uint16_t& flags) noexcept {
   if (RAWPIPE_UNLIKELY(len < sizeof(wire::EthernetHeader))) return DropReason::kRuntEthernet;
-  std::uint32_t dst_hi;
-  std::uint16_t dst_lo;
-  std::memcpy(&dst_hi, d, 4);
-  std::memcpy(&dst_lo, d + 4, 2);
-  flags |= (dst_hi == 0xffffffffu && dst_lo == 0xffff) ? pkt_flag::kBroadcast : 0;
+  // Destination MAC and the first two source bytes in one load (the frame has 14).
+  std::uint64_t head;
+  std::memcpy(&head, d, 8);
+  flags |= (head & 0xffffffffffffull) == 0xffffffffffffull ? pkt_flag::kBroadcast : 0;
   unsigned off = 12;  // the EtherType or TPID being looked at
   std::uint16_t et = wire::load_be16(d + off);
+  if (RAWPIPE_LIKELY(et == wire::kEtherTypeIpv4)) {  // the common case skips the tag test
+    m->l3_off = sizeof(wire::EthernetHeader);
+    return parse_ipv4(m, d, sizeof(wire::EthernetHeader), len, flags);
+  }
   if (RAWPIPE_UNLIKELY(is_vlan_tpid(et))) {
     unsigned n = 0;
     do {
