@@ -1,0 +1,168 @@
+// Receive rate on one end of a veth pair, for tools/bench/veth-rx: rawpipe's AF_XDP port against a
+// kernel UDP socket (recvmmsg), with the same kernel UDP generator (sendmmsg) on the other end.
+//
+// Cases, each configured by environment variables because the script runs them inside network
+// namespaces it creates (Google Benchmark owns the command line):
+//   rx/af_xdp          RAWPIPE_BENCH_IFACE, RAWPIPE_BENCH_PORT; optional RAWPIPE_BENCH_ATTACH
+//                      (native/generic/auto), RAWPIPE_BENCH_RING (rx and fill ring size, default
+//                      8192). rx_burst + free, burst 32, like testpmd rxonly.
+//   rx/kernel_recvmmsg RAWPIPE_BENCH_PORT: a UDP socket, recvmmsg batches of 32.
+//   gen/udp_sendmmsg   RAWPIPE_BENCH_DST, RAWPIPE_BENCH_PORT, RAWPIPE_BENCH_FLOWS (source ports),
+//                      RAWPIPE_BENCH_SIZE (UDP payload bytes): the generator, also reporting its rate.
+// Rates are per wall-clock second (UseRealTime), as testpmd's are.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/buf/pool.hh"
+#include "pipeline/classify/rule.hh"
+#include "pipeline/config/section.hh"
+#include "pmd/registry.hh"
+
+namespace rawpipe {
+namespace {
+
+std::string env(const char* name, const char* fallback = "") {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+void BM_AfXdpRx(benchmark::State& state) {
+  const std::string iface = env("RAWPIPE_BENCH_IFACE");
+  const int port_no = std::atoi(env("RAWPIPE_BENCH_PORT", "9000").c_str());
+  if (iface.empty()) return state.SkipWithError("set RAWPIPE_BENCH_IFACE to the receiving interface");
+  const PmdDriver* drv = find_pmd("af_xdp");
+  if (!drv) return state.SkipWithError("the af_xdp driver is not built");
+  PoolConfig pc;
+  pc.name = "bench";
+  // Deep rings: on a shared 2-core box the receiver gets preempted, and a kernel socket with an
+  // 8 MiB buffer would otherwise be compared against a 2048-frame fill ring.
+  const std::uint32_t ring = static_cast<std::uint32_t>(std::atoi(env("RAWPIPE_BENCH_RING", "8192").c_str()));
+  pc.count = 2 * ring + 1024;
+  pc.buf_size = 2048;
+  auto pool = Pool::create(pc);
+  if (!pool) return state.SkipWithError(pool.message().c_str());
+  auto section = ConfigSection::parse_string(
+      fmt::format("interface = '{}'\nattach = '{}'\n", iface, env("RAWPIPE_BENCH_ATTACH", "auto")), "bench");
+  auto spec = drv->parse(section.value());
+  if (!spec) return state.SkipWithError(spec.message().c_str());
+  PortEnv penv;
+  penv.name = "bench";
+  penv.pool = pool.value().get();
+  penv.rx_ring_size = ring;
+  penv.tx_ring_size = 512;
+  auto port = spec.value()->open(penv);
+  if (!port) return state.SkipWithError(port.message().c_str());
+  auto rule = parse_match_rule(fmt::format("udp dst *:{}", port_no));
+  SteeringRules rules;
+  rules.rules.push_back({rule.value(), 0, 0});
+  Status st = port.value()->update_steering(rules);
+  if (st) st = port.value()->start();
+  if (!st) return state.SkipWithError(st.message().c_str());
+  pool.value()->attach_thread();
+  RxQueueHandle rxq = port.value()->rx_queue(0);
+  std::uint64_t total = 0;
+  Mbuf* burst[32];
+  for (auto _ : state) {
+    std::uint16_t n = rxq(burst, 32);
+    total += n;
+    mbuf_free_bulk(burst, n);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(total));
+  auto stats = port.value()->stats();
+  state.counters["xsk_rx_dropped"] = static_cast<double>(stats.extended["xsk_rx_dropped"]);
+  state.counters["xsk_rx_fill_ring_empty"] = static_cast<double>(stats.extended["xsk_rx_fill_ring_empty"]);
+  state.counters["xsk_rx_ring_full"] = static_cast<double>(stats.extended["xsk_rx_ring_full"]);
+  state.counters["fill_alloc_failed"] = static_cast<double>(stats.extended["fill_alloc_failed"]);
+  state.counters["rx_wakeups"] = static_cast<double>(stats.extended["rx_wakeups"]);
+  state.counters["native"] = static_cast<double>(stats.extended["xdp_attach_native"]);
+  state.SetLabel(port.value()->path_report());
+  pool.value()->detach_thread();
+  port.value()->stop();
+}
+BENCHMARK(BM_AfXdpRx)->Name("rx/af_xdp")->UseRealTime();
+
+void BM_KernelRecvmmsg(benchmark::State& state) {
+  const int port_no = std::atoi(env("RAWPIPE_BENCH_PORT", "9000").c_str());
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int big = 8 << 20;
+  setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port_no));
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(s);
+    return state.SkipWithError(std::strerror(errno));
+  }
+  timeval tv{0, 100000};
+  setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  constexpr unsigned kBatch = 32;
+  static char bufs[kBatch][2048];
+  iovec iov[kBatch];
+  mmsghdr msgs[kBatch];
+  for (unsigned i = 0; i < kBatch; ++i) {
+    iov[i] = {bufs[i], sizeof(bufs[i])};
+    msgs[i] = {};
+    msgs[i].msg_hdr.msg_iov = &iov[i];
+    msgs[i].msg_hdr.msg_iovlen = 1;
+  }
+  std::uint64_t total = 0;
+  for (auto _ : state) {
+    int n = recvmmsg(s, msgs, kBatch, MSG_WAITFORONE, nullptr);
+    if (n > 0) total += static_cast<unsigned>(n);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(total));
+  close(s);
+}
+BENCHMARK(BM_KernelRecvmmsg)->Name("rx/kernel_recvmmsg")->UseRealTime();
+
+void BM_UdpSendmmsg(benchmark::State& state) {
+  const std::string dst = env("RAWPIPE_BENCH_DST");
+  const int port_no = std::atoi(env("RAWPIPE_BENCH_PORT", "9000").c_str());
+  const int flows = std::max(1, std::atoi(env("RAWPIPE_BENCH_FLOWS", "16").c_str()));
+  const std::size_t size = static_cast<std::size_t>(std::atoi(env("RAWPIPE_BENCH_SIZE", "18").c_str()));
+  if (dst.empty()) return state.SkipWithError("set RAWPIPE_BENCH_DST to the receiver's IPv4 address");
+  std::vector<int> socks;
+  sockaddr_in d{};
+  d.sin_family = AF_INET;
+  d.sin_port = htons(static_cast<std::uint16_t>(port_no));
+  if (inet_pton(AF_INET, dst.c_str(), &d.sin_addr) != 1) return state.SkipWithError("bad RAWPIPE_BENCH_DST");
+  for (int f = 0; f < flows; ++f) {
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    connect(s, reinterpret_cast<sockaddr*>(&d), sizeof(d));
+    socks.push_back(s);
+  }
+  constexpr unsigned kBatch = 32;
+  std::vector<char> payload(size, 'x');
+  iovec iov{payload.data(), payload.size()};
+  mmsghdr msgs[kBatch];
+  for (auto& m : msgs) {
+    m = {};
+    m.msg_hdr.msg_iov = &iov;
+    m.msg_hdr.msg_iovlen = 1;
+  }
+  std::uint64_t total = 0;
+  std::size_t next = 0;
+  for (auto _ : state) {
+    int n = sendmmsg(socks[next], msgs, kBatch, 0);
+    if (n > 0) total += static_cast<unsigned>(n);
+    next = (next + 1) % socks.size();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(total));
+  for (int s : socks) close(s);
+}
+BENCHMARK(BM_UdpSendmmsg)->Name("gen/udp_sendmmsg")->UseRealTime();
+
+}  // namespace
+}  // namespace rawpipe
+
+BENCHMARK_MAIN();
