@@ -166,23 +166,28 @@ BENCHMARK(BM_ParseVlanIpv6Mix)->ArgsProduct({{8, 16, 32, 64, 128, 256}, {256, 40
 BENCHMARK(BM_ParseMalformedMix)->ArgsProduct({{8, 16, 32, 64, 128, 256}, {256, 4096}});
 
 #ifdef RAWPIPE_BENCH_DPDK_PEER
-// rte_mbuf headers in one array whose buf_addr points into the same pool slots, so the peer reads
-// the same data lines; it writes packet_type and l2/l3/l4_len as a DPDK application would.
+// DPDK's own layout: each 2 KiB mempool object holds the rte_mbuf (128 bytes), 128 bytes of
+// headroom, then the frame, exactly like a rawpipe pool slot; the peer writes packet_type and
+// l2/l3/l4_len as a DPDK application would.
 void run_dpdk(benchmark::State& state, const std::vector<Frame>& frames) {
-  Fixture fx(frames);
-  std::vector<rte_mbuf> mb(kMaxWorkingSet);
+  constexpr std::size_t kSlot = 2048;
+  static_assert(sizeof(rte_mbuf) <= RTE_PKTMBUF_HEADROOM + 128);
+  auto* region = static_cast<std::uint8_t*>(std::aligned_alloc(4096, kSlot * kMaxWorkingSet));
+  if (!region) std::exit(1);
   std::vector<rte_mbuf*> ptrs(kMaxWorkingSet);
   for (std::uint32_t i = 0; i < kMaxWorkingSet; ++i) {
-    rte_mbuf& m = mb[i];
-    std::memset(&m, 0, sizeof m);
-    m.buf_addr = fx.bufs[i]->data() - RTE_PKTMBUF_HEADROOM;
-    m.data_off = RTE_PKTMBUF_HEADROOM;
-    m.buf_len = static_cast<std::uint16_t>(RTE_PKTMBUF_HEADROOM + fx.bufs[i]->data_len);
-    m.data_len = static_cast<std::uint16_t>(fx.bufs[i]->data_len);
-    m.pkt_len = fx.bufs[i]->data_len;
-    m.nb_segs = 1;
-    m.next = nullptr;
-    ptrs[i] = &m;
+    auto* m = reinterpret_cast<rte_mbuf*>(region + i * kSlot);
+    std::memset(m, 0, sizeof *m);
+    const Frame& f = frames[i % frames.size()];
+    m->buf_addr = region + i * kSlot + sizeof(rte_mbuf);
+    m->data_off = RTE_PKTMBUF_HEADROOM;
+    m->buf_len = static_cast<std::uint16_t>(kSlot - sizeof(rte_mbuf));
+    m->data_len = static_cast<std::uint16_t>(f.size());
+    m->pkt_len = static_cast<std::uint32_t>(f.size());
+    m->nb_segs = 1;
+    m->next = nullptr;
+    std::memcpy(rte_pktmbuf_mtod(m, void*), f.data(), f.size());
+    ptrs[i] = m;
   }
   const unsigned burst = static_cast<unsigned>(state.range(0));
   const std::uint32_t working_set = static_cast<std::uint32_t>(state.range(1));
@@ -207,6 +212,7 @@ void run_dpdk(benchmark::State& state, const std::vector<Frame>& frames) {
   state.SetItemsProcessed(static_cast<std::int64_t>(pkts));
   state.counters["ns_per_pkt"] = benchmark::Counter(
       static_cast<double>(pkts) / 1e9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  std::free(region);
 }
 
 void BM_DpdkPtypeUdp4_64B(benchmark::State& state) {
