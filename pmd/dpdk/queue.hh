@@ -58,6 +58,16 @@ struct alignas(kFalseSharingRange) DpdkTxQueue {
   std::atomic<std::uint64_t> refused{0};    // the driver's queue was full: left with the caller
 };
 
+// Copy mode's mempool lives in DPDK memory, and DPDK serves its per-lcore caches only to threads
+// with an lcore id; rawpipe's lcores are not EAL threads. The first copy-mode burst on a thread
+// registers it (rte_thread_register) and thread exit unregisters it. When no lcore id is free the
+// thread goes on without a cache, using the mempool's ring directly.
+void register_dpdk_thread() noexcept;
+inline thread_local bool t_dpdk_thread_checked = false;
+RAWPIPE_ALWAYS_INLINE void ensure_dpdk_thread() noexcept {
+  if (RAWPIPE_UNLIKELY(!t_dpdk_thread_checked)) register_dpdk_thread();
+}
+
 std::uint16_t rx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
 std::uint16_t rx_burst_copy(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
 std::uint16_t tx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;

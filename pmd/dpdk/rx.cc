@@ -2,11 +2,20 @@
 #include <cstring>
 
 #include <rte_ethdev.h>
+#include <rte_lcore.h>
 
 #include "pmd/dpdk/queue.hh"
 
 namespace rawpipe::dpdk {
 namespace {
+
+struct DpdkThreadRegistration {
+  bool registered = false;
+  ~DpdkThreadRegistration() {
+    if (registered) rte_thread_unregister();
+  }
+};
+thread_local DpdkThreadRegistration t_registration;
 
 // What the device told us about the frame, in rawpipe's flag bits.
 RAWPIPE_ALWAYS_INLINE void take_offload_facts(Mbuf* s, const rte_mbuf* m) noexcept {
@@ -46,6 +55,11 @@ Mbuf* copy_in(DpdkRxQueue* q, const rte_mbuf* m, Mbuf* s) noexcept {
 }
 
 }  // namespace
+
+void register_dpdk_thread() noexcept {
+  t_dpdk_thread_checked = true;
+  if (rte_lcore_id() == LCORE_ID_ANY && rte_thread_register() == 0) t_registration.registered = true;
+}
 
 std::uint16_t rx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
   auto* q = static_cast<DpdkRxQueue*>(queue);
@@ -93,6 +107,7 @@ std::uint16_t rx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noex
 
 std::uint16_t rx_burst_copy(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
   auto* q = static_cast<DpdkRxQueue*>(queue);
+  ensure_dpdk_thread();
   rte_mbuf* ms[kMaxBurst];
   Mbuf* slots[kMaxBurst];
   if (n > kMaxBurst) n = kMaxBurst;

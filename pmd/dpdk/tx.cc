@@ -91,6 +91,7 @@ std::uint16_t tx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noex
 
 std::uint16_t tx_burst_copy(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
   auto* q = static_cast<DpdkTxQueue*>(queue);
+  ensure_dpdk_thread();
   rte_mbuf* ms[kMaxBurst];
   bool copied[kMaxBurst];
   std::uint32_t lens[kMaxBurst];
