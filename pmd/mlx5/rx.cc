@@ -53,7 +53,7 @@ RAWPIPE_ALWAYS_INLINE std::uint16_t cqe_flags(const Cqe64* c) noexcept {
 
 RAWPIPE_ALWAYS_INLINE std::uint32_t cqe_flow_tag(RxQueue& q, const Cqe64* c, std::uint16_t& flags) noexcept {
   const std::uint32_t v = be32(c->sop_drop_qpn);
-  q.hw_drops += v >> 24;
+  if (RAWPIPE_UNLIKELY(v >> 24)) count_add(q.hw_drops, v >> 24);
   const std::uint32_t tag = v & kFlowTagMask;
   if (tag) flags |= pkt_flag::kFlowTag;
   return tag;
@@ -97,7 +97,7 @@ RAWPIPE_ALWAYS_INLINE std::uint64_t data_addr(Mbuf* m) noexcept {
 // empty stash the frame is dropped and the buffer stays posted (the ring never runs dry).
 RAWPIPE_ALWAYS_INLINE bool take_cyclic(RxQueue& q, std::uint32_t slot, Mbuf*& out) noexcept {
   if (RAWPIPE_UNLIKELY(q.stash_len == 0)) {
-    ++q.stats.rx_nombuf;
+    count_add(q.stats.rx_nombuf);
     return false;
   }
   out = q.elts[slot];
@@ -109,8 +109,8 @@ RAWPIPE_ALWAYS_INLINE bool take_cyclic(RxQueue& q, std::uint32_t slot, Mbuf*& ou
 
 void count_error(RxQueue& q, const Cqe64* cqe) noexcept {
   const auto* err = reinterpret_cast<const ErrCqe*>(cqe);
-  ++q.syndromes.count[err->syndrome];
-  if (err->syndrome != kSyndromeWrFlush) ++q.stats.rx_errors;
+  count_add(q.syndromes.count[err->syndrome]);
+  if (err->syndrome != kSyndromeWrFlush) count_add(q.stats.rx_errors);
   q.needs_reset = true;
 }
 
@@ -145,15 +145,15 @@ void rx_reset(RxQueue& q, RxMode mode) noexcept {
     int op = owned(c, ci, q.cq_log);
     if (op < 0) break;
     if (cqe_opcode(static_cast<std::uint8_t>(op)) >= kCqeReqErr) {
-      ++q.syndromes.count[reinterpret_cast<ErrCqe*>(c)->syndrome];
+      count_add(q.syndromes.count[reinterpret_cast<ErrCqe*>(c)->syndrome]);
       ++ci;
     } else if (cqe_format(static_cast<std::uint8_t>(op)) == kCqeFormatCompressed) {
       const std::uint32_t total = be32(c->byte_cnt);
       for (std::uint32_t i = 0; i < total; ++i) invalidate(cqe_at(q.cq, ci + i));
-      q.stats.rx_errors += total;
+      count_add(q.stats.rx_errors, total);
       ci += total;
     } else {
-      ++q.stats.rx_errors;  // completed before the reset but behind the error: dropped
+      count_add(q.stats.rx_errors);  // completed before the reset but behind the error: dropped
       ++ci;
     }
   }
@@ -166,7 +166,7 @@ void rx_reset(RxQueue& q, RxMode mode) noexcept {
   db.record(&q.cq.dbrec[0], be32(ci & kCqCiMask));
   db.record(q.rq.dbrec, be32(q.rq.wqe_cnt & kWqeCounterMask));
   q.needs_reset = false;
-  ++q.resets;
+  count_add(q.resets);
 }
 
 template <class Db>
@@ -237,7 +237,7 @@ std::uint16_t rx_burst_cyclic(void* queue, Mbuf** pkts, std::uint16_t n) noexcep
         z.title_ci = ci;
         z.flags = cqe_flags(cqe);
         z.flow_tag = cqe_flow_tag(q, cqe, z.flags);
-        ++q.compressed_sessions;
+        count_add(q.compressed_sessions);
         continue;
       }
     }
@@ -255,8 +255,8 @@ std::uint16_t rx_burst_cyclic(void* queue, Mbuf** pkts, std::uint16_t n) noexcep
     ++rq_ci;
   }
   publish<Db>(q, kZip && q.zip.left ? q.zip.title_ci : ci, rq_ci);
-  q.stats.rx_packets += k;
-  q.stats.rx_bytes += bytes;
+  count_add(q.stats.rx_packets, k);
+  count_add(q.stats.rx_bytes, bytes);
   return k;
 }
 
@@ -284,15 +284,15 @@ std::uint16_t rx_burst_striding(void* queue, Mbuf** pkts, std::uint16_t n) noexc
       break;
     }
     const std::uint32_t bc = be32(cqe->byte_cnt);
-    if (RAWPIPE_UNLIKELY((be16(cqe->wqe_id) ^ rq_ci) & rq_mask)) ++q.wqe_id_mismatch;
+    if (RAWPIPE_UNLIKELY((be16(cqe->wqe_id) ^ rq_ci) & rq_mask)) count_add(q.wqe_id_mismatch);
     if (RAWPIPE_LIKELY(!(bc & kMprqFiller))) {
       const std::uint32_t len = bc & kMprqLenMask;
       const std::uint32_t stride = be16(cqe->wqe_counter);
       const std::uint8_t* src = q.mprq_buf + (rq_ci & rq_mask) * wqe_bytes + std::size_t(stride) * q.stride_size;
       if (RAWPIPE_UNLIKELY(q.stash_len == 0)) {
-        ++q.stats.rx_nombuf;
+        count_add(q.stats.rx_nombuf);
       } else if (RAWPIPE_UNLIKELY(len > q.data_room || stride >= q.strides_per_wqe)) {
-        ++q.stats.rx_errors;
+        count_add(q.stats.rx_errors);
       } else {
         // Strides are reused as soon as the WQE's last stride is consumed, so the frame is copied
         // into a pool buffer (DPDK's mprq memcpy path).
@@ -305,7 +305,7 @@ std::uint16_t rx_burst_striding(void* queue, Mbuf** pkts, std::uint16_t n) noexc
         pkts[k++] = m;
       }
     } else {
-      ++q.filler_cqes;
+      count_add(q.filler_cqes);
     }
     q.strides_consumed += (bc >> kMprqStrideShift) & kMprqStrideMask;
     ++ci;
@@ -316,8 +316,8 @@ std::uint16_t rx_burst_striding(void* queue, Mbuf** pkts, std::uint16_t n) noexc
     }
   }
   publish<Db>(q, ci, rq_ci);
-  q.stats.rx_packets += k;
-  q.stats.rx_bytes += bytes;
+  count_add(q.stats.rx_packets, k);
+  count_add(q.stats.rx_bytes, bytes);
   return k;
 }
 

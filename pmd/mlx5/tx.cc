@@ -90,7 +90,7 @@ void complete(TxQueue& q) noexcept {
     ++ci;
     if (RAWPIPE_UNLIKELY(cqe_opcode(static_cast<std::uint8_t>(op)) != kCqeReq)) {
       const auto* err = reinterpret_cast<const ErrCqe*>(cqe);
-      ++q.syndromes.count[err->syndrome];
+      count_add(q.syndromes.count[err->syndrome]);
       q.needs_reset = true;
       // WQEs before the failed one completed; the failed one and the rest are discarded in reset.
       const std::uint16_t failed = be16(err->wqe_counter);
@@ -118,11 +118,11 @@ void tx_reset(TxQueue& q) noexcept {
     Cqe64* cqe = cqe_at(q.cq, ci);
     const int op = owned(cqe, ci, q.cq_log);
     if (op < 0) break;
-    if (cqe_opcode(static_cast<std::uint8_t>(op)) != kCqeReq) ++q.syndromes.count[reinterpret_cast<ErrCqe*>(cqe)->syndrome];
+    if (cqe_opcode(static_cast<std::uint8_t>(op)) != kCqeReq) count_add(q.syndromes.count[reinterpret_cast<ErrCqe*>(cqe)->syndrome]);
     ++ci;
   }
   const std::uint32_t lost = q.sq_pi - q.sq_ci;
-  q.stats.tx_errors += lost;
+  count_add(q.stats.tx_errors, lost);
   free_completed(q, q.sq_pi);
   q.cq_ci = ci;
   q.sq_pi = q.sq_ci = 0;
@@ -132,7 +132,7 @@ void tx_reset(TxQueue& q) noexcept {
   db.record(&q.cq.dbrec[0], be32(ci & kCqCiMask));
   db.record(q.sq.dbrec, 0);
   q.needs_reset = false;
-  ++q.resets;
+  count_add(q.resets);
 }
 
 // A buffer from a pool this queue did not register is copied into one that is (the NIC would
@@ -148,7 +148,7 @@ Mbuf* adopt(TxQueue& q, Mbuf* m) noexcept {
   c->data_len = m->data_len;
   c->tx_flags = m->tx_flags;
   mbuf_free(m);
-  ++q.foreign_copies;
+  count_add(q.foreign_copies);
   return c;
 }
 
@@ -171,8 +171,8 @@ std::uint16_t tx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
     Mbuf* m = pkts[k];
     if (RAWPIPE_UNLIKELY(m->data_len < q.inline_bytes || m->data_len == 0)) {
       // Shorter than the header the device must see: not sendable. Taken and counted.
-      ++q.runts;
-      ++q.stats.tx_errors;
+      count_add(q.runts);
+      count_add(q.stats.tx_errors);
       mbuf_free(m);
       ++k;
       continue;
@@ -187,7 +187,7 @@ std::uint16_t tx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
     if (comp) q.since_comp = 0;
     write_wqe(w, pi, q.sq.qpn, q.lkey, q.inline_bytes, comp, m);
     if (RAWPIPE_UNLIKELY(m->tx_flags & tx_flag::kDummy)) {
-      ++q.dummy_sends;
+      count_add(q.dummy_sends);
     } else {
       bytes += m->data_len;
       ++sent;
@@ -209,8 +209,8 @@ std::uint16_t tx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
     db.mmio64(q.sq.bf_reg, q.bf_offset, ctrl8);
     q.bf_offset ^= q.sq.bf_size;
   }
-  q.stats.tx_packets += sent;
-  q.stats.tx_bytes += bytes;
+  count_add(q.stats.tx_packets, sent);
+  count_add(q.stats.tx_bytes, bytes);
   return k;
 }
 

@@ -564,7 +564,7 @@ Device::Rx Device::receive_locked(std::span<const std::uint8_t> frame, const Fra
     ++c_.rx_no_wqe;
     return Rx::kNoWqe;
   }
-  if (cq_room(cq) < 2) {  // room for a filler and the packet
+  if (cq_room(cq) < (rq.o.striding ? 2u : 1u)) {  // striding: room for a filler and the packet
     ++c_.rx_cq_full;
     return Rx::kCqFull;
   }
@@ -787,7 +787,7 @@ void Device::process_sq(Sq& sq) {
       ++c_.tx_nops;
     } else {
       ++c_.tx_frames;
-      sent_.push_back(std::move(frame));
+      if (keep_sent_) sent_.push_back(std::move(frame));
     }
     if (w->ctrl.fm_ce_se & kCtrlCqUpdate) {
       if (cq_room(cq) == 0) return;  // stalls until the driver frees CQ room, like a full CQ would
@@ -801,6 +801,11 @@ void Device::process_sq(Sq& sq) {
     }
     ++sq.consumed;
   }
+}
+
+void Device::keep_sent(bool keep) {
+  std::lock_guard lock(mu_);
+  keep_sent_ = keep;
 }
 
 std::vector<std::vector<std::uint8_t>> Device::take_sent() {

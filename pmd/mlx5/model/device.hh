@@ -119,6 +119,8 @@ class Device {
 
   // ---- transmit ----
   void process_tx();                   // parse every SQ up to its doorbell record
+  // Whether sent frames are kept for take_sent() (tests) or only counted (long runs).
+  void keep_sent(bool keep);
   std::vector<std::vector<std::uint8_t>> take_sent();
 
   Counters counters() const;
@@ -161,6 +163,7 @@ class Device {
   std::vector<std::uint8_t> rss_key_;
   std::vector<std::uint16_t> rss_table_;
   std::vector<std::vector<std::uint8_t>> sent_;
+  bool keep_sent_ = true;
   Counters c_;
   rdma::DoorbellSink sink_;
 

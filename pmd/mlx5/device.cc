@@ -1,0 +1,381 @@
+// The mlx5 port: configuration keys, queue setup over a Backend (verbs.cc on a NIC,
+// model_backend.cc on the device model), steering from the endpoints' rules, statistics.
+// Drivers "mlx5" and "mlx5-model" share all of it; only the backend differs.
+#include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cstring>
+#include <mutex>
+
+#include "pipeline/buf/pool.hh"
+#include "pipeline/classify/rule.hh"
+#include "pipeline/config/section.hh"
+#include "pmd/drivers.hh"
+#include "pmd/mlx5/backend.hh"
+#include "pmd/mlx5/rx.hh"
+#include "pmd/mlx5/tx.hh"
+
+namespace rawpipe {
+namespace mlx5 {
+namespace {
+
+struct Spec final : PortSpec {
+  bool model = false;
+  VerbsOptions verbs;
+  ModelOptions model_opts;
+  bool compression = false;
+  bool striding = false;
+  std::uint32_t log_stride_size = 6;
+  std::uint32_t log_strides = 9;
+  std::uint16_t tx_comp_every = 32;
+  int tx_inline = -1;
+  bool steer_all = false;
+
+  Result<std::unique_ptr<Port>> open(const PortEnv& env) const override;
+};
+
+struct Region {
+  void* addr = nullptr;
+  std::size_t len = 0;
+  ~Region() {
+    if (addr) munmap(addr, len);
+  }
+};
+
+class Mlx5Port final : public Port {
+ public:
+  Mlx5Port(const Spec& spec, const PortEnv& env, std::unique_ptr<Backend> backend)
+      : spec_(spec), env_(env), backend_(std::move(backend)) {}
+
+  ~Mlx5Port() override {
+    stop();
+    for (std::uint64_t h : flows_) backend_->remove_flow(h);
+    for (int fd : group_sockets_) ::close(fd);
+  }
+
+  Status init() {
+    Pool& pool = *env_.pool;
+    auto lkey = backend_->register_memory(pool.region(), pool.region_bytes(), fmt::format("pool '{}'", pool.name()));
+    if (!lkey) return lkey.status();
+    if (!is_power_of_two(env_.rx_ring_size) || env_.rx_ring_size < 16)
+      return Status::errorf("port '{}': rx_ring_size {} must be a power of two of at least 16", env_.name, env_.rx_ring_size);
+    if (!is_power_of_two(env_.tx_ring_size) || env_.tx_ring_size < 16)
+      return Status::errorf("port '{}': tx_ring_size {} must be a power of two of at least 16", env_.name, env_.tx_ring_size);
+
+    RxOptions ro;
+    ro.compression = spec_.compression;
+    ro.striding = spec_.striding;
+    ro.log_stride_size = spec_.log_stride_size;
+    ro.log_strides = spec_.log_strides;
+    ro.wqe_cnt = spec_.striding ? std::max<std::uint32_t>(4, env_.rx_ring_size >> spec_.log_strides) : env_.rx_ring_size;
+    std::vector<RxQueue*> raw;
+    for (std::uint16_t i = 0; i < env_.rx_queues; ++i) {
+      rxq_.push_back(std::make_unique<RxQueue>());
+      raw.push_back(rxq_.back().get());
+    }
+    RAWPIPE_TRY(backend_->create_rx(raw, ro).context(fmt::format("port '{}'", env_.name)));
+    for (std::uint16_t i = 0; i < env_.rx_queues; ++i) {
+      RxQueue& q = *rxq_[i];
+      q.pool = &pool;
+      q.lkey = lkey.value();
+      q.data_room = pool.data_room();
+      q.port_id = env_.port_id;
+      q.queue_id = i;
+      q.sink = backend_->sink();
+      q.control = {this, [](void* ctx, std::uint16_t queue) { return static_cast<Mlx5Port*>(ctx)->backend_->reset_rq(queue); }};
+      if (spec_.striding) {
+        auto& r = regions_.emplace_back(std::make_unique<Region>());
+        r->len = std::size_t(q.rq.wqe_cnt) << (spec_.log_strides + spec_.log_stride_size);
+        r->addr = mmap(nullptr, r->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        if (r->addr == MAP_FAILED) {
+          r->addr = nullptr;
+          return Status::errorf("port '{}': cannot map {} bytes of stride buffers: {}", env_.name, r->len, std::strerror(errno));
+        }
+        auto mk = backend_->register_memory(r->addr, r->len, fmt::format("stride buffers of queue {}", i));
+        if (!mk) return mk.status();
+        q.mprq_buf = static_cast<std::uint8_t*>(r->addr);
+        q.lkey = mk.value();
+        q.stride_size = 1u << spec_.log_stride_size;
+        q.strides_per_wqe = 1u << spec_.log_strides;
+      } else {
+        rx_elts_.emplace_back(q.rq.wqe_cnt, nullptr);
+        q.elts = rx_elts_.back().data();
+      }
+    }
+    TxOptions to;
+    to.wqe_cnt = env_.tx_ring_size;
+    to.comp_every = spec_.tx_comp_every;
+    to.inline_bytes = spec_.tx_inline;
+    for (std::uint16_t i = 0; i < env_.tx_queues; ++i) {
+      auto q = std::make_unique<TxQueue>();
+      RAWPIPE_TRY(backend_->create_tx(*q, i, to).context(fmt::format("port '{}'", env_.name)));
+      q->pool = &pool;
+      q->lkey = lkey.value();
+      q->inline_bytes = backend_->tx_inline_bytes(to);
+      q->comp_every = spec_.tx_comp_every;
+      q->queue_id = i;
+      q->sink = backend_->sink();
+      q->control = {this, [](void* ctx, std::uint16_t queue) { return static_cast<Mlx5Port*>(ctx)->backend_->reset_sq(queue); }};
+      tx_elts_.emplace_back(q->sq.wqe_cnt, nullptr);
+      q->elts = tx_elts_.back().data();
+      RAWPIPE_TRY(tx_setup(*q).context(fmt::format("port '{}'", env_.name)));
+      txq_.push_back(std::move(q));
+    }
+    rx_fn_ = rx_burst_function(spec_.striding ? RxMode::kStriding : RxMode::kCyclic, spec_.compression, backend_->is_model());
+    tx_fn_ = tx_burst_function(backend_->is_model());
+    return Status::ok();
+  }
+
+  std::string_view pmd_name() const noexcept override { return spec_.model ? "mlx5-model" : "mlx5"; }
+
+  std::string path_report() const override {
+    std::string out;
+    for (std::size_t i = 0; i < rxq_.size(); ++i)
+      out += fmt::format("{} rx queue {}: {} RQ of {} WQEs{}, CQ of {} CQEs{}{} on {}\n", pmd_name(), i,
+                         spec_.striding ? "striding" : "cyclic", rxq_[i]->rq.wqe_cnt,
+                         spec_.striding ? fmt::format(" x {} strides of {} B", 1u << spec_.log_strides, 1u << spec_.log_stride_size) : "",
+                         rxq_[i]->cq.cqe_cnt, spec_.compression ? ", compressed CQEs" : "",
+                         rxq_.size() > 1 ? ", Toeplitz RSS" : "", backend_->describe());
+    for (std::size_t i = 0; i < txq_.size(); ++i)
+      out += fmt::format("{} tx queue {}: SQ of {} WQEBBs, {} inline header bytes, completion every {} WQEs\n", pmd_name(), i,
+                         txq_[i]->sq.wqe_cnt, txq_[i]->inline_bytes, txq_[i]->comp_every);
+    return out;
+  }
+
+  PortCaps caps() const override {
+    PortCaps c;
+    c.rx_checksum = true;
+    c.rss = rxq_.size() > 1;
+    c.flow_rules = true;
+    c.kernel_pass = !backend_->is_model();
+    c.tx = true;
+    c.max_rx_queues = 64;
+    c.max_tx_queues = 64;
+    return c;
+  }
+
+  LinkInfo link() const override { return backend_->link(); }
+
+  Status start() override {
+    if (started_) return Status::ok();
+    for (auto& q : rxq_) RAWPIPE_TRY(rx_setup(*q, backend_->is_model()).context(fmt::format("port '{}'", env_.name)));
+    if (spec_.steer_all) {
+      auto h = backend_->add_flow(build_catch_all_attr(backend_->flow_target()));
+      if (!h) return h.status().context(fmt::format("port '{}': steering = \"all\"", env_.name));
+      std::lock_guard lock(steer_mu_);
+      flows_.push_back(h.value());
+    }
+    RAWPIPE_TRY(backend_->start());
+    started_ = true;
+    return Status::ok();
+  }
+
+  void stop() override {
+    if (!started_) return;
+    backend_->stop();
+    for (auto& q : rxq_) rx_release(*q);
+    for (auto& q : txq_) tx_release(*q);
+    started_ = false;
+  }
+
+  RxQueueHandle rx_queue(std::uint16_t queue) override { return {rx_fn_, rxq_.at(queue).get()}; }
+  TxQueueHandle tx_queue(std::uint16_t queue) override { return {tx_fn_, txq_.at(queue).get()}; }
+
+  PortStats stats() const override {
+    PortStats s;
+    std::uint64_t sessions = 0, fillers = 0, rx_resets = 0, hw_drops = 0, mismatch = 0;
+    std::array<std::uint64_t, 256> rx_synd{}, tx_synd{};
+    for (const auto& q : rxq_) {
+      QueueCounters c;
+      c.rx_packets = count_load(q->stats.rx_packets);
+      c.rx_bytes = count_load(q->stats.rx_bytes);
+      c.rx_nombuf = count_load(q->stats.rx_nombuf);
+      c.rx_errors = count_load(q->stats.rx_errors);
+      s.rx_queues.push_back(c);
+      sessions += count_load(q->compressed_sessions);
+      fillers += count_load(q->filler_cqes);
+      rx_resets += count_load(q->resets);
+      hw_drops += count_load(q->hw_drops);
+      mismatch += count_load(q->wqe_id_mismatch);
+      for (int i = 0; i < 256; ++i) rx_synd[i] += count_load(q->syndromes.count[i]);
+    }
+    std::uint64_t dummies = 0, runts = 0, copies = 0, tx_resets = 0;
+    for (const auto& q : txq_) {
+      QueueCounters c;
+      c.tx_packets = count_load(q->stats.tx_packets);
+      c.tx_bytes = count_load(q->stats.tx_bytes);
+      c.tx_errors = count_load(q->stats.tx_errors);
+      s.tx_queues.push_back(c);
+      dummies += count_load(q->dummy_sends);
+      runts += count_load(q->runts);
+      copies += count_load(q->foreign_copies);
+      tx_resets += count_load(q->resets);
+      for (int i = 0; i < 256; ++i) tx_synd[i] += count_load(q->syndromes.count[i]);
+    }
+    s.extended["rx_cqe_sessions"] = sessions;
+    s.extended["rx_filler_cqes"] = fillers;
+    s.extended["rx_queue_resets"] = rx_resets;
+    s.extended["rx_hw_drops"] = hw_drops;
+    s.extended["rx_wqe_id_mismatch"] = mismatch;
+    s.extended["tx_dummy_sends"] = dummies;
+    s.extended["tx_runts"] = runts;
+    s.extended["tx_foreign_pool_copies"] = copies;
+    s.extended["tx_queue_resets"] = tx_resets;
+    for (int i = 0; i < 256; ++i) {
+      if (rx_synd[i]) s.extended[fmt::format("rx_error_syndrome_0x{:02x}", i)] = rx_synd[i];
+      if (tx_synd[i]) s.extended[fmt::format("tx_error_syndrome_0x{:02x}", i)] = tx_synd[i];
+    }
+    {
+      std::lock_guard lock(steer_mu_);
+      s.extended["flow_rules"] = flows_.size();
+      s.extended["multicast_groups_joined"] = group_sockets_.size();
+    }
+    backend_->extended_stats(s.extended);
+    return s;
+  }
+
+  // Make before break: the new rules are installed before the old ones go, so traffic that both
+  // steer never falls back to the kernel in between.
+  Status update_steering(const SteeringRules& rules) override {
+    const FlowTarget target = backend_->flow_target();
+    std::vector<std::uint64_t> fresh;
+    std::vector<int> sockets;
+    auto undo = [&] {
+      for (std::uint64_t h : fresh) backend_->remove_flow(h);
+      for (int fd : sockets) ::close(fd);
+    };
+    for (const SteeringRule& r : rules.rules) {
+      if (r.match.ingress_port && *r.match.ingress_port != env_.port_id) continue;
+      for (const FlowAttrBytes& a : build_flow_attrs(r.match, r.flow_tag, target)) {
+        auto h = backend_->add_flow(a);
+        if (!h) {
+          undo();
+          return h.status().context(fmt::format("port '{}': rule '{}'", env_.name, r.match.text));
+        }
+        fresh.push_back(h.value());
+      }
+      if (r.match.dst_ip && multicast_mac(*r.match.dst_ip) && backend_->ifindex() > 0) {
+        auto fd = join_group(*r.match.dst_ip);
+        if (!fd) {
+          undo();
+          return fd.status().context(fmt::format("port '{}': rule '{}'", env_.name, r.match.text));
+        }
+        sockets.push_back(fd.value());
+      }
+    }
+    std::vector<std::uint64_t> old_flows;
+    std::vector<int> old_sockets;
+    {
+      std::lock_guard lock(steer_mu_);
+      old_flows = std::exchange(flows_, std::move(fresh));
+      old_sockets = std::exchange(group_sockets_, std::move(sockets));
+    }
+    for (std::uint64_t h : old_flows) backend_->remove_flow(h);
+    for (int fd : old_sockets) ::close(fd);
+    return Status::ok();
+  }
+
+ private:
+  // A kernel membership so the host answers IGMP/MLD queries and switches keep forwarding the
+  // group; the frames themselves are steered to the raw queue by the flow rule.
+  Result<int> join_group(const IpPrefix& group) {
+    const bool v4 = group.family == L3Type::kIpv4;
+    int fd = ::socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return Status::errorf("socket for the multicast membership: {}", std::strerror(errno));
+    int rc;
+    if (v4) {
+      ip_mreqn m{};
+      std::memcpy(&m.imr_multiaddr, group.addr.data(), 4);
+      m.imr_ifindex = backend_->ifindex();
+      rc = setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof(m));
+    } else {
+      ipv6_mreq m{};
+      std::memcpy(&m.ipv6mr_multiaddr, group.addr.data(), 16);
+      m.ipv6mr_interface = static_cast<unsigned>(backend_->ifindex());
+      rc = setsockopt(fd, IPPROTO_IPV6, IPV6_JOIN_GROUP, &m, sizeof(m));
+    }
+    if (rc != 0) {
+      const int err = errno;
+      ::close(fd);
+      return Status::errorf("joining group {} on {}: {}", format_prefix(group), spec_.verbs.interface, std::strerror(err));
+    }
+    return fd;
+  }
+
+  const Spec& spec_;
+  PortEnv env_;
+  std::unique_ptr<Backend> backend_;
+  std::vector<std::unique_ptr<RxQueue>> rxq_;
+  std::vector<std::unique_ptr<TxQueue>> txq_;
+  std::vector<std::vector<Mbuf*>> rx_elts_, tx_elts_;
+  std::vector<std::unique_ptr<Region>> regions_;
+  RxBurstFn rx_fn_ = nullptr;
+  TxBurstFn tx_fn_ = nullptr;
+  bool started_ = false;
+  mutable std::mutex steer_mu_;  // control path: update_steering vs. stats
+  std::vector<std::uint64_t> flows_;
+  std::vector<int> group_sockets_;
+};
+
+Result<std::unique_ptr<Port>> Spec::open(const PortEnv& env) const {
+  if (!env.pool) return Status::errorf("port '{}': no pool", env.name);
+  Result<std::unique_ptr<Backend>> b = model ? open_model_backend(model_opts) : open_verbs_backend(verbs);
+  if (!b) return b.status().context(fmt::format("port '{}'", env.name));
+  auto port = std::make_unique<Mlx5Port>(*this, env, std::move(b).value());
+  RAWPIPE_TRY(port->init());
+  return std::unique_ptr<Port>(std::move(port));
+}
+
+void parse_common(ConfigSection& s, Spec& spec) {
+  spec.compression = s.boolean("cqe_compression", false);
+  spec.striding = s.boolean("striding_rq", false);
+  spec.log_stride_size = static_cast<std::uint32_t>(s.integer("log_stride_size", 6, 13, 6));
+  spec.log_strides = static_cast<std::uint32_t>(s.integer("log_strides", 3, 16, 9));
+  spec.tx_comp_every = static_cast<std::uint16_t>(s.integer("tx_completion_every", 1, 4096, 32));
+  const std::string inl = s.choice("tx_inline", {"auto", "0", "18"}, "auto");
+  spec.tx_inline = inl == "auto" ? -1 : std::stoi(inl);
+  spec.steer_all = s.choice("steering", {"rules", "all"}, "rules") == "all";
+  if (spec.compression && spec.striding)
+    s.fail("striding_rq", "cqe_compression and striding_rq together are not supported; enable one of them");
+}
+
+Result<std::unique_ptr<PortSpec>> parse_mlx5(ConfigSection& s) {
+  auto spec = std::make_unique<Spec>();
+  spec->verbs.interface = s.string("interface");
+  parse_common(s, *spec);
+  RAWPIPE_TRY(s.status());
+  return std::unique_ptr<PortSpec>(std::move(spec));
+}
+
+Result<std::unique_ptr<PortSpec>> parse_mlx5_model(ConfigSection& s) {
+  auto spec = std::make_unique<Spec>();
+  spec->model = true;
+  spec->verbs.interface = "mlx5-model";
+  parse_common(s, *spec);
+  ModelOptions& m = spec->model_opts;
+  m.pcap = s.string("inject_pcap", "");
+  m.count = static_cast<std::uint64_t>(s.integer("inject_count", 0, 1LL << 32, m.pcap.empty() ? 1000000 : 0));
+  m.frame_size = static_cast<std::uint16_t>(s.integer("inject_size", 60, 9000, 64));
+  m.dst = s.string("inject_dst", "10.0.0.2:5000");
+  m.src = s.string("inject_src", "10.0.0.1:1024");
+  m.flows = static_cast<std::uint32_t>(s.integer("inject_flows", 1, 65535, 1));
+  m.loops = static_cast<std::uint32_t>(s.integer("inject_loops", 1, 1 << 20, 1));
+  m.min_inline = static_cast<std::uint16_t>(s.choice("model_min_inline", {"0", "18"}, "18") == "18" ? 18 : 0);
+  if (!m.pcap.empty() && s.has("inject_count"))
+    s.fail("inject_count", "inject_count and inject_pcap exclude each other (a pcap injects its own frames)");
+  RAWPIPE_TRY(s.status());
+  return std::unique_ptr<PortSpec>(std::move(spec));
+}
+
+}  // namespace
+}  // namespace mlx5
+
+const PmdDriver kMlx5Driver{"mlx5", "NVIDIA ConnectX raw-packet queues through rdma-core direct verbs", mlx5::parse_mlx5};
+const PmdDriver kMlx5ModelDriver{"mlx5-model",
+                                 "the mlx5 data path on an in-memory ConnectX model fed by synthetic frames or a pcap",
+                                 mlx5::parse_mlx5_model};
+
+}  // namespace rawpipe
