@@ -9,13 +9,16 @@
 // Usage:
 //   FrameSpec s;
 //   s.eth.dst = ...; s.eth.src = ...;
-//   s.vlan_count = 1; s.vlans[0].tci = 100;
+//   s.eth.vlan_count = 1; s.eth.vlans[0].tci = 100;
 //   s.ip_version = 4; s.ipv4.src = ipv4(10,0,0,1); s.ipv4.dst = ipv4(239,1,1,1);
 //   s.l4 = L4Kind::kUdp; s.udp = {5000, 6000}; s.payload = data; s.payload_len = n;
+//   s.min_frame_len = kEthMinFrame;                      // pad short frames to 60 bytes
 //   std::size_t len = write_frame(s, buf, sizeof buf);   // 0: did not fit or spec invalid
 //
 // Everything a spec leaves at its default makes a well-formed frame. To make a malformed frame,
-// build a good one and patch bytes (the offsets are in FrameLayout).
+// build a good one and patch bytes (the offsets are in FrameLayout). Checksums and lengths cover
+// what is written: for the first fragment of a larger datagram, patch the UDP length (and the
+// checksum, or send none over IPv4) to describe the whole datagram.
 #pragma once
 
 #include <cstddef>
