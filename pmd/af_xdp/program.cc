@@ -149,23 +149,58 @@ Result<std::unique_ptr<SteerProgram>> SteerProgram::attach(const std::string& if
     xdp_multiprog__close(mp);
   }
 
-  bpf_object* obj = xdp_program__bpf_obj(p->prog_);
-  struct {
-    const char* name;
-    int* fd;
-  } maps[] = {{"xsks_map", &p->xsks_fd_}, {"port_rules", &p->port_fd_}, {"proto_rules", &p->proto_fd_},
-              {"addr_rules", &p->addr_fd_}, {"cfg", &p->cfg_fd_},         {"stats", &p->stats_fd_}};
-  for (auto& m : maps) {
-    *m.fd = bpf_object__find_map_fd_by_name(obj, m.name);
-    if (*m.fd < 0) return Status::errorf("the XDP program {} has no map '{}': is it rawpipe's xdp_steer.bpf.o?", p->path_, m.name);
-  }
-  std::uint32_t key = 0, value = mode == SteerMode::kAll ? RAWPIPE_XDP_MODE_ALL : RAWPIPE_XDP_MODE_STEER;
-  if (bpf_map_update_elem(p->cfg_fd_, &key, &value, BPF_ANY) != 0)
-    return Status::errorf("cannot set the XDP program's mode: {}", std::strerror(errno));
+  p->prog_fd_ = xdp_program__fd(p->prog_);
+  RAWPIPE_TRY(p->find_maps(xdp_program__bpf_obj(p->prog_), mode));
   return p;
 }
 
+Status SteerProgram::find_maps(bpf_object* obj, SteerMode mode) {
+  struct {
+    const char* name;
+    int* fd;
+  } maps[] = {{"xsks_map", &xsks_fd_}, {"port_rules", &port_fd_}, {"proto_rules", &proto_fd_},
+              {"addr_rules", &addr_fd_}, {"cfg", &cfg_fd_},         {"stats", &stats_fd_}};
+  for (auto& m : maps) {
+    *m.fd = bpf_object__find_map_fd_by_name(obj, m.name);
+    if (*m.fd < 0) return Status::errorf("the XDP program {} has no map '{}': is it rawpipe's xdp_steer.bpf.o?", path_, m.name);
+  }
+  std::uint32_t key = 0, value = mode == SteerMode::kAll ? RAWPIPE_XDP_MODE_ALL : RAWPIPE_XDP_MODE_STEER;
+  if (bpf_map_update_elem(cfg_fd_, &key, &value, BPF_ANY) != 0)
+    return Status::errorf("cannot set the XDP program's mode: {}", std::strerror(errno));
+  return Status::ok();
+}
+
+Result<std::unique_ptr<SteerProgram>> SteerProgram::load_unattached(SteerMode mode) {
+  auto path = find_program_object();
+  if (!path) return path.status();
+  std::unique_ptr<SteerProgram> p(new SteerProgram());
+  p->path_ = path.value();
+  p->attach_mode_ = "none";
+  LibMessages msgs;
+  bpf_object* obj = bpf_object__open_file(p->path_.c_str(), nullptr);
+  if (long err = libbpf_get_error(obj))
+    return Status::errorf("cannot open the XDP program {}: {}{}", p->path_, std::strerror(static_cast<int>(-err)),
+                          msgs.take());
+  p->own_obj_ = obj;
+  if (int err = bpf_object__load(obj))
+    return Status::errorf("cannot load the XDP program {}: {}{}", p->path_, std::strerror(-err), msgs.take());
+  bpf_program* prog = bpf_object__find_program_by_name(obj, "rawpipe_steer");
+  if (!prog) return Status::errorf("the XDP program {} has no function rawpipe_steer", p->path_);
+  p->prog_fd_ = bpf_program__fd(prog);
+  RAWPIPE_TRY(p->find_maps(obj, mode));
+  return p;
+}
+
+Result<int> SteerProgram::test_run(const std::uint8_t* frame, std::size_t len) {
+  LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame, .data_size_in = static_cast<std::uint32_t>(len),
+              .repeat = 1);
+  if (bpf_prog_test_run_opts(prog_fd_, &opts) != 0)
+    return Status::errorf("BPF_PROG_TEST_RUN: {}", std::strerror(errno));
+  return static_cast<int>(opts.retval);
+}
+
 SteerProgram::~SteerProgram() {
+  if (own_obj_) bpf_object__close(own_obj_);
   if (!prog_) return;
   LibMessages quiet;
   (void)xdp_program__detach(prog_, ifindex_, static_cast<xdp_attach_mode>(attached_mode_), 0);

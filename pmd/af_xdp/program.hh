@@ -10,6 +10,7 @@
 #include "pmd/af_xdp/af_xdp.hh"
 
 struct xdp_program;
+struct bpf_object;
 
 namespace rawpipe {
 struct SteeringRules;
@@ -27,7 +28,15 @@ class SteerProgram {
   // native (driver) mode first and falls back to generic (skb) mode.
   static Result<std::unique_ptr<SteerProgram>> attach(const std::string& ifname, int ifindex, Attach attach,
                                                       SteerMode mode);
+  // Loads the program and its maps without attaching it anywhere: for running it on crafted
+  // frames with BPF_PROG_TEST_RUN (tests) and checking what steering would decide.
+  static Result<std::unique_ptr<SteerProgram>> load_unattached(SteerMode mode);
   ~SteerProgram();  // detaches and unloads
+
+  // Runs the program once on `frame` (BPF_PROG_TEST_RUN); returns the XDP action. The
+  // "xdp_redirected" counter tells a match from a pass, since with no socket in the map a
+  // redirect falls back to XDP_PASS.
+  Result<int> test_run(const std::uint8_t* frame, std::size_t len);
 
   // "native" or "generic": what the kernel really attached.
   const std::string& attach_mode() const { return attach_mode_; }
@@ -44,7 +53,10 @@ class SteerProgram {
 
  private:
   SteerProgram() = default;
+  Status find_maps(struct bpf_object* obj, SteerMode mode);
   xdp_program* prog_ = nullptr;
+  struct bpf_object* own_obj_ = nullptr;  // load_unattached only
+  int prog_fd_ = -1;
   int ifindex_ = 0;
   int attached_mode_ = 0;  // enum xdp_attach_mode
   std::string attach_mode_;
