@@ -187,6 +187,10 @@ class VerbsBackend final : public Backend {
           return errno_status("pmd mlx5: mlx5dv_init_obj(RWQ | CQ)", rc);
         q.rq = RqRing{static_cast<std::uint8_t*>(drwq.buf), drwq.wqe_cnt, drwq.stride, drwq.dbrec};
       }
+      const std::uint32_t want_stride = o.striding ? sizeof(MprqWqe) : sizeof(WqeDataSeg);
+      if (q.rq.stride != want_stride)
+        return Status::errorf("pmd mlx5: receive WQE stride is {} bytes, the data path writes {}-byte WQEs", q.rq.stride,
+                              want_stride);
       if (dcq.cqe_size != kCqeSize)
         return Status::errorf("pmd mlx5: the CQ has {}-byte CQEs; rawpipe polls 64-byte CQEs (unset MLX5_CQE_SIZE)", dcq.cqe_size);
       q.cq = CqRing{static_cast<std::uint8_t*>(dcq.buf), dcq.cqe_cnt, dcq.dbrec};
