@@ -52,7 +52,8 @@ def markdown(result):
                f"Linux {m['kernel']}, {m['memory_gib']:.0f} GiB RAM, DPDK {m['dpdk_version']}, "
                f"rawpipe {m['git_commit']}{' (quick mode)' if result['quick'] else ''}; "
                f"{result['repetitions']} repetition(s) per figure in A B A B order, "
-               f"{result['sample_seconds']} s per sample. Load average at start: {m['loadavg']}.")
+               f"{result['sample_seconds']} s per sample. Load average at start: {m['loadavg']}"
+               f"{', at end: ' + m['loadavg_end'] if m.get('loadavg_end') else ''}.")
     out.append("")
     out.append("Figures are medians; ±x% is half the min-max range over the repetitions. "
                "ratio = rawpipe / peer (above 1 is better for rates, below 1 is better for latency, "
@@ -147,7 +148,8 @@ set xlabel 'frame size (bytes)'
 set ylabel 'Mpps'
 set logscale x 2
 set grid
-set key outside right
+set key below
+set xrange [48:2048]
 set yrange [0:*]
 plot {', '.join(plot_parts)}
 """
