@@ -118,7 +118,6 @@ std::string ManaPortBase::queue_report(std::string_view pmd, std::string_view wh
                        "CQ {:#x} of {} entries, one CQE per burst (suppression), IPv4/TCP/UDP checksum offload\n",
                        pmd, where, i, q.sq.id, q.sq.count, q.vsq_frame, q.vp_offset, q.cq.id, q.cq.count);
   }
-  if (!out.empty()) out.pop_back();
   return out;
 }
 
