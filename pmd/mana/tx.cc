@@ -180,7 +180,7 @@ std::uint16_t tx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
         flags |= m->l4_proto == kProtoUdp ? tx_oob::kCompUdpCsum : tx_oob::kCompTcpCsum;
         trans_off = m->l4_off;
       }
-      ++csum;
+      if (flags & (tx_oob::kCompIpHdrCsum | tx_oob::kCompUdpCsum | tx_oob::kCompTcpCsum)) ++csum;
     }
     // Suppress the CQE on every WQE of the burst but the last.
     const bool suppress = sent + 1 < k;

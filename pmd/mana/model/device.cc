@@ -77,6 +77,12 @@ std::uint64_t pseudo_sum(const std::uint8_t* f, const FrameInfo& fi) noexcept {
                : wire::ipv6_pseudo_sum(ip + 8, ip + 24, fi.proto, fi.l4_len);
 }
 
+// Model counters: written by the queue's thread, read by the stats thread (ManaModel::stats).
+// Relaxed atomic accesses on plain fields keep those reads race-free without atomics in the struct.
+void bump(std::uint64_t& c, std::uint64_t n) noexcept {
+  __atomic_store_n(&c, __atomic_load_n(&c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
 std::uint16_t fold(std::uint64_t s) noexcept {
   while (s >> 16) s = (s & 0xffff) + (s >> 16);
   return static_cast<std::uint16_t>(s);
@@ -260,7 +266,7 @@ void ManaModel::describe_wq(std::uint32_t wq_id, WorkQueue& out) const {
 }
 
 void ManaModel::violation(Wq& q, std::string what) noexcept {
-  ++q.stats.violations;
+  bump(q.stats.violations, 1);
   if (q.violations.size() < 64) q.violations.push_back(std::move(what));
 }
 
@@ -298,7 +304,7 @@ void ManaModel::on_doorbell(std::uint32_t offset, std::uint64_t value) noexcept 
     unknown_doorbells_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  ++q->stats.doorbells;
+  bump(q->stats.doorbells, 1);
   const std::uint32_t tail = doorbell_tail(value);
   if (tail % kWqeBu) violation(*q, fmt::format("doorbell tail {} is not a multiple of 32", tail));
   if (offset == kDoorbellRq && doorbell_wqe_cnt(value) != 0)
@@ -322,7 +328,7 @@ void ManaModel::flush_rx_group(Wq& q) noexcept {
   if (q.group_n == 0) return;
   q.group.header = cqe_header(q.group_n > 1 ? kCqeRxCoalesced4 : kCqeRxOkay);
   write_cqe(*q.cq, q.id, false, &q.group);
-  ++q.stats.cqes;
+  bump(q.stats.cqes, 1);
   q.group = {};
   q.group_n = 0;
 }
@@ -341,7 +347,7 @@ unsigned ManaModel::receive(std::uint32_t rq_id, std::span<const std::span<const
     const std::uint8_t* frame = frame_span.data();
     std::uint32_t len = static_cast<std::uint32_t>(frame_span.size());
     if (q.consumed_bu == q.doorbell_bu) {
-      ++q.stats.rx_no_wqe;
+      bump(q.stats.rx_no_wqe, 1);
       continue;
     }
     // Parse the WQE at the device's position: DMA OOB, client OOB, SGEs (which may wrap).
@@ -385,8 +391,8 @@ unsigned ManaModel::receive(std::uint32_t rq_id, std::span<const std::span<const
       t.header = cqe_header(kCqeRxTruncated);
       t.rx_wqe_offset = pos;
       write_cqe(*q.cq, q.id, false, &t);
-      ++q.stats.cqes;
-      ++q.stats.rx_truncated;
+      bump(q.stats.cqes, 1);
+      bump(q.stats.rx_truncated, 1);
       ++accepted;
       continue;
     }
@@ -445,7 +451,7 @@ unsigned ManaModel::receive(std::uint32_t rq_id, std::span<const std::span<const
     q.group.ppi[q.group_n].len = out_len;
     q.group.ppi[q.group_n].hash = rss.hash;
     ++q.group_n;
-    ++q.stats.rx_frames;
+    bump(q.stats.rx_frames, 1);
     ++accepted;
   }
   flush_rx_group(q);
@@ -461,7 +467,7 @@ void ManaModel::inject_rx_cqe(std::uint32_t rq_id, std::uint32_t type) {
     ++q->consumed_bu;
   }
   write_cqe(*q->cq, q->id, false, &t);
-  ++q->stats.cqes;
+  bump(q->stats.cqes, 1);
 }
 
 void ManaModel::fail_next_tx(std::uint32_t sq_id, unsigned n, std::uint32_t type, unsigned skip) {
@@ -533,7 +539,7 @@ void ManaModel::process_sq(Wq& q) noexcept {
             const unsigned field = want_udp ? 6 : 16;
             // The NIC adds the L4 bytes to what the driver left in the field: it must be the
             // pseudo-header sum or the result is wrong (counted, sent as computed).
-            if (wire::load_be16(l4 + field) != fold(pseudo_sum(f, fi))) ++q.stats.pseudo_csum_missing;
+            if (wire::load_be16(l4 + field) != fold(pseudo_sum(f, fi))) bump(q.stats.pseudo_csum_missing, 1);
             std::uint16_t c = wire::csum_fold(wire::csum_add(0, l4, fi.l4_len));
             if (want_udp) c = wire::udp_checksum_on_wire(c);
             wire::store_be16(l4 + field, c);
@@ -552,19 +558,19 @@ void ManaModel::process_sq(Wq& q) noexcept {
     const std::uint32_t wqe_pos = pos;
     q.consumed_bu += wqe_bytes / kWqeBu;
     if (error) {
-      ++q.stats.tx_errors;
+      bump(q.stats.tx_errors, 1);
       TxCompOob c{};
       c.header = cqe_header(error);
       c.offsets = tx_comp_offsets(0, wqe_pos);
       write_cqe(*q.cq, q.id, true, &c);
-      ++q.stats.cqes;
+      bump(q.stats.cqes, 1);
       continue;
     }
-    ++q.stats.tx_frames;
-    q.stats.tx_bytes += len;
+    bump(q.stats.tx_frames, 1);
+    bump(q.stats.tx_bytes, len);
     if (options_.capture_tx) q.sent.emplace_back(f, f + len);
     if (suppress) {
-      ++q.stats.tx_suppressed;
+      bump(q.stats.tx_suppressed, 1);
       continue;
     }
     TxCompOob c{};
@@ -572,13 +578,20 @@ void ManaModel::process_sq(Wq& q) noexcept {
     c.tx_data_offset = 0;
     c.offsets = tx_comp_offsets(0, wqe_pos);
     write_cqe(*q.cq, q.id, true, &c);
-    ++q.stats.cqes;
+    bump(q.stats.cqes, 1);
   }
 }
 
 ModelQueueStats ManaModel::stats(std::uint32_t queue_id) const {
   Wq* q = wq(queue_id);
-  return q ? q->stats : ModelQueueStats{};
+  ModelQueueStats out{};
+  if (!q) return out;
+  const auto* from = reinterpret_cast<const std::uint64_t*>(&q->stats);
+  auto* to = reinterpret_cast<std::uint64_t*>(&out);
+  static_assert(sizeof(ModelQueueStats) % sizeof(std::uint64_t) == 0);
+  for (std::size_t i = 0; i < sizeof(ModelQueueStats) / sizeof(std::uint64_t); ++i)
+    to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
+  return out;
 }
 
 std::vector<std::string> ManaModel::violations(std::uint32_t queue_id) const {

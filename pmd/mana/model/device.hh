@@ -110,6 +110,7 @@ class ManaModel {
   void inject_rx_cqe(std::uint32_t rq_id, std::uint32_t type);
 
   ModelQueueStats stats(std::uint32_t queue_id) const;
+  // What the queue did that a NIC would reject (first 64). Call while the queue is idle.
   std::vector<std::string> violations(std::uint32_t queue_id) const;
   std::uint64_t unknown_doorbells() const noexcept { return unknown_doorbells_.load(std::memory_order_relaxed); }
   // Frames sent on an SQ (capture_tx only).
