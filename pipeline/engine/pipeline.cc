@@ -12,6 +12,7 @@
 #include "pipeline/classify/classifier.hh"
 #include "pipeline/classify/rule.hh"
 #include "pipeline/dispatch/dispatch.hh"
+#include "pipeline/filter/filter.hh"
 #include "pipeline/lcore/lcore.hh"
 
 namespace rawpipe {
@@ -133,6 +134,10 @@ Status Pipeline::build() {
     if (!port) return Status::errorf("{}port '{}' (pmd {}): {}", where(pp.where), pp.name, pp.pmd, port.message());
     ports_.push_back(std::move(port).value());
   }
+
+  std::vector<std::uint16_t> rx_queues;
+  for (const PortPlan& pp : plan.ports) rx_queues.push_back(pp.rx_queues);
+  filters_ = std::make_unique<FilterStage>(n_ep, rx_queues);
 
   // Endpoints: actions and rules.
   std::vector<TableRule> rules;
@@ -272,6 +277,7 @@ Status Pipeline::start() {
       }
     auto dispatcher = std::make_unique<Dispatcher>(std::move(routes), std::move(tx), &lcores_[l]->counters_mut());
     lcores_[l]->bind(std::move(rx), std::move(dispatcher), classifier_.get(), pools);
+    lcores_[l]->set_filters(filters_.get());
   }
 
   // Threads wait for `go` so a failed pin can abort them before they touch a queue.

@@ -44,6 +44,7 @@
 namespace rawpipe {
 
 class Classifier;
+class FilterStage;
 class Lcore;
 struct EndpointRings;
 
@@ -135,6 +136,10 @@ class Pipeline {
   Status remove_rule(std::uint32_t rule_id);
   std::vector<RuleInfo> rules() const;
 
+  // The Extra API's filter stage (pipeline/filter/filter.hh): callbacks may be attached and
+  // removed at any time, also while lcores run.
+  FilterStage& filters() noexcept { return *filters_; }
+
   // Name <-> id lookups and access to the parts, for the app and the stats thread.
   std::optional<std::uint16_t> endpoint_id(std::string_view name) const noexcept;
   std::optional<std::uint16_t> port_id(std::string_view name) const noexcept;
@@ -159,6 +164,7 @@ class Pipeline {
   std::vector<std::unique_ptr<Pool>> pools_;       // plan order; outlive ports_
   std::vector<std::unique_ptr<Port>> ports_;       // by port id
   std::unique_ptr<Classifier> classifier_;
+  std::unique_ptr<FilterStage> filters_;
   std::vector<std::unique_ptr<EndpointRings>> rings_;  // by endpoint id; null for non-ring endpoints
   std::vector<std::unique_ptr<Lcore>> lcores_;
   std::vector<std::thread> threads_;

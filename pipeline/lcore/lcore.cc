@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include "pipeline/filter/filter.hh"
 #include "pipeline/parse/parse.hh"
 
 namespace rawpipe {
@@ -38,7 +39,8 @@ unsigned Lcore::poll_queues(const ClassifyTable* table) noexcept {
     parse_burst(pkts, n);
     table->classify_burst(pkts, n);
     make_verdicts(pkts, verdicts, n);
-    // Filter stage (Extra API) goes here: it may rewrite verdicts; see dispatch.hh.
+    // Filter stage (Extra API): may rewrite verdicts; see dispatch.hh.
+    if (filters_) filters_->run(q.port, q.queue, pkts, verdicts, n);
     dispatcher_->dispatch_burst(pkts, verdicts, n);
   }
   return total;

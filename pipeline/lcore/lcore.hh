@@ -26,6 +26,8 @@
 
 namespace rawpipe {
 
+class FilterStage;
+
 class Lcore {
  public:
   struct RxQueue {
@@ -40,6 +42,8 @@ class Lcore {
   // Control path, before run(): the queues this lcore polls, and its dispatcher.
   void bind(std::vector<RxQueue> rx, std::unique_ptr<Dispatcher> dispatcher, Classifier* classifier,
             std::vector<Pool*> pools);
+  // Control path, before run(): the Extra API's filter stage (null: none).
+  void set_filters(FilterStage* filters) noexcept { filters_ = filters; }
 
   // The thread body. Returns once `stop` reads true (checked once per loop pass).
   void run(const std::atomic<bool>& stop) noexcept;
@@ -63,6 +67,7 @@ class Lcore {
   std::unique_ptr<Dispatcher> dispatcher_;
   Classifier* classifier_ = nullptr;
   std::vector<Pool*> pools_;
+  FilterStage* filters_ = nullptr;
 };
 
 }  // namespace rawpipe

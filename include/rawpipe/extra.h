@@ -1,0 +1,157 @@
+/* rawpipe Extra API: a versioned C table of functions for applications and filter plugins that
+ * want more than the config file gives them (like libvma's vma_get_api() / XLIO's xlio_get_api()).
+ *
+ * Finding it: call rawpipe_get_api(RAWPIPE_EXTRA_ABI_VERSION). The result is NULL when this
+ * library does not provide that ABI version; rawpipe_api_error() then says why, naming both
+ * versions. A non-NULL table lists what it supports in `caps` (RAWPIPE_CAP_* bits); test a bit
+ * before using the functions it names. Fields are only ever appended; `size` is sizeof the table
+ * this library was built with, so a newer client can tell which trailing fields exist.
+ *
+ * Ownership rules (the whole contract):
+ *  - A filter callback runs on an lcore thread, after parse and classify, before the packet is
+ *    queued to its endpoint. It must not block, allocate or call back into the pipeline except
+ *    ref_buff/free_buff. The rawpipe_packet it sees is valid only during the call.
+ *  - RAWPIPE_HOLD hands the buffer to the filter's owner: it must call free_buff(pkt->handle)
+ *    exactly once, later, from any thread. A held packet counts as delivered to its endpoint.
+ *  - recvfrom_zcopy and poll hand buffers to the caller; free_packets / free_buff return them.
+ *
+ * Thread-safety: control functions (create, start, stop, rules, filters, plugins, stats) from one
+ * control thread at a time; receive functions from one consumer thread per endpoint; ref_buff and
+ * free_buff from any thread.
+ */
+#ifndef RAWPIPE_EXTRA_H
+#define RAWPIPE_EXTRA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RAWPIPE_EXTRA_ABI_VERSION 1u
+
+/* Capability bits of rawpipe_api_t::caps. */
+#define RAWPIPE_CAP_FILTERS (1ull << 0)       /* endpoint_filter, queue_filter */
+#define RAWPIPE_CAP_ZCOPY_RECV (1ull << 1)    /* recvfrom_zcopy, free_packets, recv */
+#define RAWPIPE_CAP_COMPLETIONS (1ull << 2)   /* poll, ref_buff, free_buff */
+#define RAWPIPE_CAP_RULES (1ull << 3)         /* add_conf_rule, remove_rule */
+#define RAWPIPE_CAP_STATS (1ull << 4)         /* dump_fd_stats */
+#define RAWPIPE_CAP_PLUGINS (1ull << 5)       /* load_filter_plugin */
+
+/* Filter verdicts. Any other value returned by a filter is counted as filter_invalid_verdict and
+ * the packet is dropped. */
+enum rawpipe_verdict { RAWPIPE_RECV = 0, RAWPIPE_DROP = 1, RAWPIPE_HOLD = 2 };
+
+/* An address as received: family 4 or 6 (0 when the packet has no IP header); IPv4 in the first
+ * 4 bytes of addr, network byte order; port in host byte order (0 without UDP/TCP). */
+struct rawpipe_addr {
+  uint8_t family;
+  uint8_t reserved;
+  uint16_t port;
+  uint8_t addr[16];
+};
+
+/* One received packet as a filter or a receiver sees it. */
+struct rawpipe_packet {
+  struct iovec payload;      /* UDP/TCP payload (the whole frame when there is no L4 header) */
+  struct iovec frame;        /* the whole frame from the Ethernet header */
+  struct rawpipe_addr src;
+  struct rawpipe_addr dst;
+  uint16_t ingress_port;
+  uint16_t ingress_queue;
+  uint16_t endpoint;         /* matched endpoint id */
+  uint16_t vlan_tci;         /* outer tag, host order; valid when vlan_count > 0 */
+  uint8_t vlan_count;
+  uint8_t l4_proto;          /* IP protocol number (17 UDP, 6 TCP) */
+  uint16_t flags;            /* RAWPIPE_PKT_* bits */
+  uint32_t rss_hash;         /* valid with RAWPIPE_PKT_RSS_HASH */
+  uint32_t flow_tag;         /* valid with RAWPIPE_PKT_FLOW_TAG */
+  uint64_t timestamp_ns;     /* valid with RAWPIPE_PKT_TIMESTAMP */
+  void *user_ctx;            /* the ctx given when the callback/endpoint was registered */
+  void *handle;              /* the buffer: pass to ref_buff / free_buff / free_packets */
+};
+
+#define RAWPIPE_PKT_VLAN (1u << 0)
+#define RAWPIPE_PKT_MULTICAST (1u << 5)
+#define RAWPIPE_PKT_RSS_HASH (1u << 10)
+#define RAWPIPE_PKT_FLOW_TAG (1u << 11)
+#define RAWPIPE_PKT_TIMESTAMP (1u << 12)
+
+/* A completion from poll(): the packet plus the endpoint's user_data. */
+struct rawpipe_completion {
+  struct rawpipe_packet packet;
+  uint64_t user_data;        /* set with set_user_data for the endpoint */
+};
+
+/* Per-packet filter: returns a rawpipe_verdict. */
+typedef int (*rawpipe_filter_fn)(const struct rawpipe_packet *pkt, void *ctx);
+/* Burst filter: writes verdicts[0..n). Every entry starts as RAWPIPE_RECV. */
+typedef void (*rawpipe_filter_burst_fn)(const struct rawpipe_packet *pkts, int *verdicts, unsigned n, void *ctx);
+
+#define RAWPIPE_ANY_ENDPOINT 0xffffu
+
+/* Log levels for dump_fd_stats. */
+enum rawpipe_log_level { RAWPIPE_LOG_ERROR = 0, RAWPIPE_LOG_WARN = 1, RAWPIPE_LOG_INFO = 2, RAWPIPE_LOG_DEBUG = 3 };
+
+typedef struct rawpipe_pipeline rawpipe_pipeline;
+
+typedef struct rawpipe_api {
+  uint32_t abi_version;      /* RAWPIPE_EXTRA_ABI_VERSION of the library */
+  uint32_t size;             /* sizeof(rawpipe_api_t) of the library */
+  uint64_t caps;             /* RAWPIPE_CAP_* */
+
+  /* Life cycle. Errors: NULL / negative, with last_error() saying why. */
+  rawpipe_pipeline *(*create)(const char *config_file);
+  int (*start)(rawpipe_pipeline *p);
+  int (*stop)(rawpipe_pipeline *p);
+  void (*destroy)(rawpipe_pipeline *p);
+  const char *(*last_error)(const rawpipe_pipeline *p);
+  int (*endpoint_id)(const rawpipe_pipeline *p, const char *name);  /* -1 when unknown */
+
+  /* Filters (RAWPIPE_CAP_FILTERS). Give fn or burst (not both); NULL for both removes. Usable
+   * while lcores run. */
+  int (*endpoint_filter)(rawpipe_pipeline *p, uint16_t endpoint, rawpipe_filter_fn fn, rawpipe_filter_burst_fn burst,
+                         void *ctx);
+  int (*queue_filter)(rawpipe_pipeline *p, uint16_t port, uint16_t queue, rawpipe_filter_fn fn,
+                      rawpipe_filter_burst_fn burst, void *ctx);
+
+  /* Receive (RAWPIPE_CAP_ZCOPY_RECV), for ring endpoints. recvfrom_zcopy returns how many
+   * packets it wrote to pkts (0: none waiting); free_packets returns them to their pools. recv
+   * copies one packet's payload into buf (truncating, like recvfrom) and frees the buffer; it
+   * returns the payload length, 0 when none is waiting; src may be NULL. */
+  int (*recvfrom_zcopy)(rawpipe_pipeline *p, uint16_t endpoint, struct rawpipe_packet *pkts, unsigned max);
+  void (*free_packets)(rawpipe_pipeline *p, const struct rawpipe_packet *pkts, unsigned n);
+  long (*recv)(rawpipe_pipeline *p, uint16_t endpoint, void *buf, size_t len, struct rawpipe_addr *src);
+
+  /* Completions (RAWPIPE_CAP_COMPLETIONS): poll one endpoint or RAWPIPE_ANY_ENDPOINT. */
+  int (*set_user_data)(rawpipe_pipeline *p, uint16_t endpoint, uint64_t user_data);
+  int (*poll)(rawpipe_pipeline *p, uint16_t endpoint, struct rawpipe_completion *out, unsigned max);
+  void (*ref_buff)(void *handle);
+  void (*free_buff)(void *handle);
+
+  /* Rules at run time (RAWPIPE_CAP_RULES): "ENDPOINT: RULE" in the grammar of docs/rules.md.
+   * Returns the rule id (> 0) for remove_rule, or -1. */
+  long (*add_conf_rule)(rawpipe_pipeline *p, const char *line);
+  int (*remove_rule)(rawpipe_pipeline *p, uint32_t rule_id);
+
+  /* Stats (RAWPIPE_CAP_STATS): endpoint RAWPIPE_ANY_ENDPOINT dumps them all, to stderr, when
+   * level <= the RAWPIPE_LOG_LEVEL environment variable (default RAWPIPE_LOG_INFO). */
+  int (*dump_fd_stats)(rawpipe_pipeline *p, uint16_t endpoint, int level);
+
+  /* Plugins (RAWPIPE_CAP_PLUGINS): attach "endpoint NAME" or "queue PORT:QUEUE"; config is n
+   * key/value strings handed to the plugin. */
+  int (*load_filter_plugin)(rawpipe_pipeline *p, const char *path, const char *attach, const char *const *keys,
+                            const char *const *values, unsigned n);
+} rawpipe_api_t;
+
+/* NULL when `abi_version` is not provided by this library (rawpipe_api_error() says why). */
+const rawpipe_api_t *rawpipe_get_api(uint32_t abi_version);
+const char *rawpipe_api_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RAWPIPE_EXTRA_H */

@@ -1,0 +1,178 @@
+#include "pipeline/filter/filter.hh"
+
+#include <cstring>
+
+#include "pipeline/wire/wire.hh"
+
+namespace rawpipe {
+
+void describe_packet(Mbuf* m, rawpipe_packet* out) noexcept {
+  std::uint8_t* d = m->data();
+  out->frame.iov_base = d;
+  out->frame.iov_len = m->data_len;
+  std::memset(&out->src, 0, sizeof out->src);
+  std::memset(&out->dst, 0, sizeof out->dst);
+  // Parse guarantees the headers it reports lie inside data_len.
+  if (m->l3_type == L3Type::kIpv4) {
+    out->src.family = out->dst.family = 4;
+    std::memcpy(out->src.addr, d + m->l3_off + 12, 4);
+    std::memcpy(out->dst.addr, d + m->l3_off + 16, 4);
+  } else if (m->l3_type == L3Type::kIpv6) {
+    out->src.family = out->dst.family = 6;
+    std::memcpy(out->src.addr, d + m->l3_off + 8, 16);
+    std::memcpy(out->dst.addr, d + m->l3_off + 24, 16);
+  }
+  if (m->l4_off != 0 && (m->l4_proto == wire::kIpProtoUdp || m->l4_proto == wire::kIpProtoTcp)) {
+    out->src.port = wire::load_be16(d + m->l4_off);
+    out->dst.port = wire::load_be16(d + m->l4_off + 2);
+  }
+  if (m->payload_off != 0) {
+    out->payload.iov_base = d + m->payload_off;
+    out->payload.iov_len = m->payload_len;
+  } else {
+    out->payload = out->frame;
+  }
+  out->ingress_port = m->port;
+  out->ingress_queue = m->queue;
+  out->endpoint = m->endpoint;
+  out->vlan_tci = m->vlan_tci[0];
+  out->vlan_count = m->vlan_count;
+  out->l4_proto = m->l4_proto;
+  out->flags = m->flags;
+  out->rss_hash = m->rss_hash;
+  out->flow_tag = m->flow_tag;
+  out->timestamp_ns = m->timestamp_ns;
+  out->user_ctx = nullptr;
+  out->handle = m;
+}
+
+FilterStage::FilterStage(std::size_t endpoints, const std::vector<std::uint16_t>& rx_queues) {
+  auto s = std::make_unique<FilterSet>();
+  s->by_endpoint.resize(endpoints);
+  for (std::uint16_t q : rx_queues) s->by_queue.emplace_back(q);
+  current_.store(s.get(), std::memory_order_relaxed);
+  sets_.push_back(std::move(s));
+}
+
+void FilterStage::publish(std::unique_ptr<FilterSet> next) {
+  next->any_endpoint = false;
+  for (const FilterFn& f : next->by_endpoint) next->any_endpoint |= f.set();
+  next->any_queue = false;
+  for (const auto& port : next->by_queue)
+    for (const FilterFn& f : port) next->any_queue |= f.set();
+  // Release pairs with the acquire in run(): lcores see the finished vectors.
+  current_.store(next.get(), std::memory_order_release);
+  sets_.push_back(std::move(next));
+}
+
+Status FilterStage::set_endpoint_filter(std::uint16_t endpoint, FilterFn f) {
+  if (f.fn && f.burst) return Status::error("give a per-packet callback or a burst callback, not both");
+  std::lock_guard lock(mu_);
+  const FilterSet& cur = *sets_.back();
+  if (endpoint >= cur.by_endpoint.size())
+    return Status::errorf("endpoint id {} does not exist (there are {})", endpoint, cur.by_endpoint.size());
+  auto next = std::make_unique<FilterSet>(cur);
+  next->by_endpoint[endpoint] = f;
+  publish(std::move(next));
+  return Status::ok();
+}
+
+Status FilterStage::set_queue_filter(std::uint16_t port, std::uint16_t queue, FilterFn f) {
+  if (f.fn && f.burst) return Status::error("give a per-packet callback or a burst callback, not both");
+  std::lock_guard lock(mu_);
+  const FilterSet& cur = *sets_.back();
+  if (port >= cur.by_queue.size()) return Status::errorf("port id {} does not exist (there are {})", port, cur.by_queue.size());
+  if (queue >= cur.by_queue[port].size())
+    return Status::errorf("port {} has {} rx queue(s); queue {} does not exist", port, cur.by_queue[port].size(), queue);
+  auto next = std::make_unique<FilterSet>(cur);
+  next->by_queue[port][queue] = f;
+  publish(std::move(next));
+  return Status::ok();
+}
+
+bool FilterStage::empty() const noexcept {
+  const FilterSet* s = current_.load(std::memory_order_acquire);
+  return !s->any_endpoint && !s->any_queue;
+}
+
+namespace {
+
+// Applies a callback's value to one packet.
+inline void apply(int v, Mbuf* m, Verdict& verdict) noexcept {
+  switch (v) {
+    case RAWPIPE_RECV:
+      return;
+    case RAWPIPE_DROP:
+      verdict = Verdict::kDrop;  // dispatch sets kFilterDrop
+      return;
+    case RAWPIPE_HOLD:
+      verdict = Verdict::kHold;
+      return;
+    default:
+      verdict = Verdict::kDrop;
+      m->drop_reason = static_cast<std::uint8_t>(DropReason::kFilterInvalidVerdict);
+      return;
+  }
+}
+
+}  // namespace
+
+void FilterStage::run_slow(const FilterSet& s, std::uint16_t port, std::uint16_t queue, Mbuf* const* pkts,
+                           Verdict* verdicts, unsigned n) noexcept {
+  rawpipe_packet desc[kMaxBurst];
+  int vals[kMaxBurst];
+  unsigned idx[kMaxBurst];
+
+  if (s.any_queue && port < s.by_queue.size() && queue < s.by_queue[port].size()) {
+    const FilterFn& f = s.by_queue[port][queue];
+    if (f.set()) {
+      unsigned k = 0;
+      for (unsigned i = 0; i < n; ++i) {
+        if (verdicts[i] != Verdict::kRecv) continue;
+        describe_packet(pkts[i], &desc[k]);
+        desc[k].user_ctx = f.ctx;
+        idx[k++] = i;
+      }
+      if (f.fn) {
+        for (unsigned j = 0; j < k; ++j) apply(f.fn(&desc[j], f.ctx), pkts[idx[j]], verdicts[idx[j]]);
+      } else if (k) {
+        for (unsigned j = 0; j < k; ++j) vals[j] = RAWPIPE_RECV;
+        f.burst(desc, vals, k, f.ctx);
+        for (unsigned j = 0; j < k; ++j) apply(vals[j], pkts[idx[j]], verdicts[idx[j]]);
+      }
+    }
+  }
+  if (!s.any_endpoint) return;
+
+  // Per-packet endpoint filters in packet order; burst filters gathered per endpoint, each
+  // endpoint's packets in order. `done` marks packets whose endpoint was already handled.
+  bool done[kMaxBurst];
+  for (unsigned i = 0; i < n; ++i) done[i] = false;
+  const std::size_t n_ep = s.by_endpoint.size();
+  for (unsigned i = 0; i < n; ++i) {
+    if (done[i] || verdicts[i] != Verdict::kRecv) continue;
+    const std::uint16_t ep = pkts[i]->endpoint;
+    if (ep >= n_ep) continue;
+    const FilterFn& f = s.by_endpoint[ep];
+    if (!f.set()) continue;
+    if (f.fn) {
+      describe_packet(pkts[i], &desc[0]);
+      desc[0].user_ctx = f.ctx;
+      apply(f.fn(&desc[0], f.ctx), pkts[i], verdicts[i]);
+      continue;
+    }
+    unsigned k = 0;
+    for (unsigned j = i; j < n; ++j) {
+      if (done[j] || verdicts[j] != Verdict::kRecv || pkts[j]->endpoint != ep) continue;
+      done[j] = true;
+      describe_packet(pkts[j], &desc[k]);
+      desc[k].user_ctx = f.ctx;
+      vals[k] = RAWPIPE_RECV;
+      idx[k++] = j;
+    }
+    f.burst(desc, vals, k, f.ctx);
+    for (unsigned j = 0; j < k; ++j) apply(vals[j], pkts[idx[j]], verdicts[idx[j]]);
+  }
+}
+
+}  // namespace rawpipe

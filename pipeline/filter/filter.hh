@@ -1,0 +1,83 @@
+// The filter stage of the Extra API: application callbacks that see each classified burst and may
+// rewrite its verdicts (RECV / DROP / HOLD) before dispatch (see pipeline/dispatch/dispatch.hh for
+// where it sits and what each verdict means to dispatch).
+//
+// Attachment points: one filter per (port, rx queue), which sees every live packet of that queue,
+// then one per endpoint, which sees the live packets classified to it that the queue filter left
+// as RECV. Each is either a per-packet callback or a burst callback (one call per burst with a
+// packet array and a verdict array). Packets already dropped by parse/classify are not shown.
+// A callback's value that is not a verdict drops the packet as kFilterInvalidVerdict.
+//
+// Run-time changes: the set of filters is an immutable FilterSet published through one atomic
+// pointer; set_*() copies the current set, edits the copy and publishes it (release), lcores load
+// it once per burst (acquire). Replaced sets are kept until the stage is destroyed, because an
+// lcore may still be inside a callback of the old set; filters change on the control path only,
+// so that is a handful of small objects.
+//
+// Hot path: when no filter is attached the stage costs one atomic load and a branch per burst.
+// With filters, packet descriptors are filled only for the packets a filter will see; callbacks
+// are plain C function pointers (one indirect call per packet, or per burst in the burst form).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "rawpipe/extra.h"
+#include "pipeline/buf/mbuf.hh"
+#include "pipeline/common/status.hh"
+#include "pipeline/dispatch/dispatch.hh"
+#include "pipeline/stats/lcore_counters.hh"
+
+namespace rawpipe {
+
+struct FilterFn {
+  rawpipe_filter_fn fn = nullptr;
+  rawpipe_filter_burst_fn burst = nullptr;
+  void* ctx = nullptr;
+  bool set() const noexcept { return fn || burst; }
+};
+
+struct FilterSet {
+  std::vector<FilterFn> by_endpoint;           // by endpoint id
+  std::vector<std::vector<FilterFn>> by_queue;  // [port][queue]
+  bool any_endpoint = false;
+  bool any_queue = false;
+};
+
+// Fills the descriptor a filter or a receiver sees for buffer m (addresses from the parsed
+// headers; user_ctx left to the caller).
+void describe_packet(Mbuf* m, rawpipe_packet* out) noexcept;
+
+class FilterStage {
+ public:
+  // rx_queues[p] = rx queue count of port p.
+  FilterStage(std::size_t endpoints, const std::vector<std::uint16_t>& rx_queues);
+
+  // Control path; any thread, serialised inside. fn and burst both null removes the filter.
+  Status set_endpoint_filter(std::uint16_t endpoint, FilterFn f);
+  Status set_queue_filter(std::uint16_t port, std::uint16_t queue, FilterFn f);
+  bool empty() const noexcept;
+
+  // Lcore: runs the filters of (port, queue) and of the packets' endpoints over pkts[0..n) and
+  // rewrites verdicts. Invalid verdicts become kDrop with drop_reason kFilterInvalidVerdict.
+  void run(std::uint16_t port, std::uint16_t queue, Mbuf* const* pkts, Verdict* verdicts, unsigned n) noexcept {
+    // Acquire pairs with the release in publish(): the set's vectors are fully built.
+    const FilterSet* s = current_.load(std::memory_order_acquire);
+    if (!s->any_endpoint && !s->any_queue) [[likely]] return;
+    run_slow(*s, port, queue, pkts, verdicts, n);
+  }
+
+ private:
+  void run_slow(const FilterSet& s, std::uint16_t port, std::uint16_t queue, Mbuf* const* pkts, Verdict* verdicts,
+                unsigned n) noexcept;
+  void publish(std::unique_ptr<FilterSet> next);
+
+  std::mutex mu_;  // control path: serialises copy-edit-publish
+  std::atomic<const FilterSet*> current_;
+  std::vector<std::unique_ptr<FilterSet>> sets_;  // every set ever published; back() is current
+};
+
+}  // namespace rawpipe
