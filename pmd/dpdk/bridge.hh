@@ -62,6 +62,7 @@ class MbufBridge {
   void dma_unmap(rte_device* dev);
   // Why DMA to this pool cannot work (empty when it can).
   const std::string& dma_problem() const noexcept { return dma_problem_; }
+  bool extmem_registered() const noexcept { return extmem_registered_; }
 
   // Mempool operation entry points (C callbacks in bridge.cc).
   int enqueue(void* const* objs, unsigned n) noexcept;

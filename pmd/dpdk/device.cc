@@ -408,6 +408,9 @@ PortStats DpdkPort::stats() const {
     st.tx_queues.push_back(c);
   }
   st.extended["zero_copy"] = zero_copy_ ? 1 : 0;
+  // Whether the pool is registered with DPDK as external memory (what a physical device's DMA
+  // mapping needs; virtual devices work either way).
+  st.extended["pool_extmem_registered"] = bridge_ && bridge_->extmem_registered() ? 1 : 0;
   st.extended["rx_copied"] = rx_copied;
   st.extended["tx_copied"] = tx_copied;
   st.extended["tx_refused"] = tx_refused;

@@ -139,7 +139,12 @@ TEST(DpdkPort, NullRxGivesExactBurstsOfPoolSlots) {
   EXPECT_EQ(st.extended.at("zero_copy"), 1u);
   EXPECT_EQ(st.extended.at("rx_copied"), 0u);
   EXPECT_EQ(st.extended.at("ethdev.ipackets"), kBursts * 32);
+  // IOVA-as-VA with 4 KiB pages: the pool can be registered, so a PCI device could DMA into it.
+  EXPECT_EQ(st.extended.at("pool_extmem_registered"), 1u);
+  EXPECT_TRUE(port.link().up);
+  EXPECT_TRUE(port.caps().tx);
   port.stop();
+  EXPECT_FALSE(port.link().up);
   EXPECT_EQ(pool->available(), kPoolCount);
   // Counters survive the stop, device counters included.
   EXPECT_EQ(port.stats().extended.at("ethdev.ipackets"), kBursts * 32);
