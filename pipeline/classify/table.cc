@@ -12,6 +12,16 @@
 #include "pipeline/wire/wire.hh"
 
 namespace rawpipe {
+
+// What the data path extracts from one packet.
+struct PacketView {
+  FlowKey key;       // full 5-tuple (ports zero when absent)
+  bool has_ports;
+  bool has_vlan;
+  std::uint16_t vlan;
+  std::uint16_t port;
+};
+
 namespace {
 
 constexpr std::uint8_t kProtoUdp = 17;
@@ -31,15 +41,6 @@ RAWPIPE_ALWAYS_INLINE bool key_equal(const FlowKey& a, const FlowKey& b) noexcep
   std::memcpy(y, &b, sizeof y);
   return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3]) | (x[4] ^ y[4])) == 0;
 }
-
-// What the data path extracts from one packet.
-struct PacketView {
-  FlowKey key;       // full 5-tuple (ports zero when absent)
-  bool has_ports;
-  bool has_vlan;
-  std::uint16_t vlan;
-  std::uint16_t port;
-};
 
 // False for packets the rules cannot match (not IP). Reads only bytes parse validated: the
 // addresses inside the IP header at l3_off and, when l4_off is set for UDP/TCP, the first four
@@ -118,9 +119,9 @@ CompiledRule compile(const TableRule& tr) {
   r.vlan = mr.vlan.value_or(0);
   r.has_ingress = mr.ingress_port.has_value();
   r.ingress = mr.ingress_port.value_or(0);
-  r.endpoint = tr.rule.endpoint;
-  r.flow_tag = tr.rule.flow_tag;
-  r.rule_id = tr.id;
+  r.hit.endpoint = tr.rule.endpoint;
+  r.hit.flow_tag = tr.rule.flow_tag;
+  r.hit.rule_id = tr.id;
   return r;
 }
 
@@ -185,12 +186,19 @@ Result<std::unique_ptr<ClassifyTable>> ClassifyTable::build(const std::vector<Ta
     h.slots.assign(cap, Slot{});
     h.mask = static_cast<std::uint32_t>(cap - 1);
     for (auto& [key, cands] : groups[g]) {
+      if (cands.size() > 0xffff)
+        return Status::errorf("more than 65535 rules share the exact key of rule '{}'", rules.front().rule.match.text);
       std::stable_sort(cands.begin(), cands.end(), more_specific);
       std::uint32_t i = hash_key(key) & h.mask;
       while (h.slots[i].count != 0) i = (i + 1) & h.mask;
       h.slots[i].key = key;
       h.slots[i].first = static_cast<std::uint32_t>(t->cands_.size());
-      h.slots[i].count = static_cast<std::uint32_t>(cands.size());
+      h.slots[i].count = static_cast<std::uint16_t>(cands.size());
+      const CompiledRule& c0 = cands.front();
+      // Pure: one rule, and the key already says everything it checks.
+      const bool exact_src = g == 0 || (c0.src_len == 0 && !c0.has_sport);
+      h.slots[i].pure = cands.size() == 1 && exact_src && !c0.has_vlan && !c0.has_ingress;
+      h.slots[i].hit = c0.hit;
       t->cands_.insert(t->cands_.end(), cands.begin(), cands.end());
       (g == 0 ? t->n5_ : t->n3_) += cands.size();
     }
@@ -202,8 +210,8 @@ namespace {
 
 template <typename Slot>
 RAWPIPE_ALWAYS_INLINE const Slot* find_slot(const std::vector<Slot>& slots, std::uint32_t mask,
-                                            const FlowKey& k) noexcept {
-  std::uint32_t i = hash_key(k) & mask;
+                                            const FlowKey& k, std::uint32_t hash) noexcept {
+  std::uint32_t i = hash & mask;
   for (;;) {
     const Slot& s = slots[i];
     if (s.count == 0) return nullptr;  // load <= 1/2 guarantees an empty slot ends every probe
@@ -214,47 +222,100 @@ RAWPIPE_ALWAYS_INLINE const Slot* find_slot(const std::vector<Slot>& slots, std:
 
 }  // namespace
 
-const CompiledRule* ClassifyTable::lookup(const Mbuf* m) const noexcept {
+namespace {
+
+RAWPIPE_ALWAYS_INLINE FlowKey key3_of(const FlowKey& k) noexcept {
+  FlowKey k3 = k;
+  k3.src[0] = k3.src[1] = 0;
+  k3.sport = 0;
+  return k3;
+}
+
+}  // namespace
+
+// Shared by lookup() and classify_burst(); h5/h3 are the slot hashes when the caller has them.
+#define RAWPIPE_CLASSIFY_LOOKUP(V, H5, H3)                                                        \
+  do {                                                                                            \
+    if ((V).has_ports) {                                                                          \
+      if (n5_) {                                                                                  \
+        if (const Slot* s = find_slot(h5_.slots, h5_.mask, (V).key, (H5))) {                      \
+          if (s->pure) return &s->hit;                                                            \
+          for (std::uint32_t i = s->first; i < s->first + s->count; ++i)                          \
+            if (rule_matches(cands_[i], (V))) return &cands_[i].hit;                              \
+        }                                                                                         \
+      }                                                                                           \
+      if (n3_) {                                                                                  \
+        if (const Slot* s = find_slot(h3_.slots, h3_.mask, key3_of((V).key), (H3))) {             \
+          if (s->pure) return &s->hit;                                                            \
+          for (std::uint32_t i = s->first; i < s->first + s->count; ++i)                          \
+            if (rule_matches(cands_[i], (V))) return &cands_[i].hit;                              \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+    for (const CompiledRule& r : wild_)                                                           \
+      if (rule_matches(r, (V))) return &r.hit;                                                    \
+    return nullptr;                                                                               \
+  } while (0)
+
+const RuleHit* ClassifyTable::lookup(const Mbuf* m) const noexcept {
   PacketView v;
   if (!view_packet(m, v)) return nullptr;
-  if (v.has_ports) {
-    if (n5_) {
-      if (const Slot* s = find_slot(h5_.slots, h5_.mask, v.key))
-        for (std::uint32_t i = s->first; i < s->first + s->count; ++i)
-          if (rule_matches(cands_[i], v)) return &cands_[i];
-    }
-    if (n3_) {
-      FlowKey k3 = v.key;
-      k3.src[0] = k3.src[1] = 0;
-      k3.sport = 0;
-      if (const Slot* s = find_slot(h3_.slots, h3_.mask, k3))
-        for (std::uint32_t i = s->first; i < s->first + s->count; ++i)
-          if (rule_matches(cands_[i], v)) return &cands_[i];
-    }
-  }
-  for (const CompiledRule& r : wild_)
-    if (rule_matches(r, v)) return &r;
-  return nullptr;
+  const std::uint32_t h5 = n5_ ? hash_key(v.key) : 0;
+  const std::uint32_t h3 = n3_ ? hash_key(key3_of(v.key)) : 0;
+  RAWPIPE_CLASSIFY_LOOKUP(v, h5, h3);
 }
+
+namespace {
+// Packets looked at per group: views and hashes first (prefetching the slots they land on), then
+// the compares, so slot loads of a group overlap instead of waiting one after another.
+constexpr unsigned kGroup = 16;
+}  // namespace
 
 void ClassifyTable::classify_burst(Mbuf* const* pkts, unsigned n) const noexcept {
   const std::uint8_t no_match = default_.endpoint == Mbuf::kNoEndpoint ? static_cast<std::uint8_t>(DropReason::kNoMatch) : 0;
-  for (unsigned i = 0; i < n; ++i) {
-    Mbuf* m = pkts[i];
-    if (m->drop_reason != 0) [[unlikely]]
-      continue;
-    const CompiledRule* r = lookup(m);
-    if (r) [[likely]] {
-      m->endpoint = r->endpoint;
-      if (r->flow_tag) {
-        m->flow_tag = r->flow_tag;
-        m->flags |= pkt_flag::kFlowTag;
+  PacketView views[kGroup];
+  std::uint32_t h5[kGroup], h3[kGroup];
+  bool ip[kGroup];
+  for (unsigned base = 0; base < n; base += kGroup) {
+    const unsigned g = n - base < kGroup ? n - base : kGroup;
+    for (unsigned j = 0; j < g; ++j) {
+      const Mbuf* m = pkts[base + j];
+      ip[j] = m->drop_reason == 0 && view_packet(m, views[j]);
+      h5[j] = h3[j] = 0;
+      if (!ip[j] || !views[j].has_ports) continue;
+      if (n5_) {
+        h5[j] = hash_key(views[j].key);
+        prefetch0(&h5_.slots[h5[j] & h5_.mask]);
       }
-    } else {
-      m->endpoint = default_.endpoint;
-      m->drop_reason = no_match;
+      if (n3_) {
+        h3[j] = hash_key(key3_of(views[j].key));
+        prefetch0(&h3_.slots[h3[j] & h3_.mask]);
+      }
+    }
+    for (unsigned j = 0; j < g; ++j) {
+      Mbuf* m = pkts[base + j];
+      if (m->drop_reason != 0) [[unlikely]]
+        continue;
+      const RuleHit* r = ip[j] ? match_view(views[j], h5[j], h3[j]) : nullptr;
+      if (r) [[likely]] {
+        m->endpoint = r->endpoint;
+        if (r->flow_tag) {
+          m->flow_tag = r->flow_tag;
+          m->flags |= pkt_flag::kFlowTag;
+        }
+      } else {
+        m->endpoint = default_.endpoint;
+        m->drop_reason = no_match;
+      }
     }
   }
 }
+
+RAWPIPE_ALWAYS_INLINE const RuleHit* ClassifyTable::match_view(const PacketView& v, std::uint32_t h5,
+                                                               std::uint32_t h3) const noexcept {
+  RAWPIPE_CLASSIFY_LOOKUP(v, h5, h3);
+}
+
+#undef RAWPIPE_CLASSIFY_LOOKUP
 
 }  // namespace rawpipe

@@ -30,6 +30,13 @@
 
 namespace rawpipe {
 
+// What a match yields.
+struct RuleHit {
+  std::uint32_t rule_id;   // the Classifier's handle, for stats and tests
+  std::uint32_t flow_tag;
+  std::uint16_t endpoint;
+};
+
 // A rule reduced to masks and integers; what the data path compares.
 struct CompiledRule {
   std::uint64_t dst[2], dst_mask[2];  // address bytes as loaded from the packet, masked
@@ -39,9 +46,7 @@ struct CompiledRule {
   std::uint8_t dst_len, src_len;
   std::uint16_t dport, sport, vlan, ingress;
   std::uint8_t has_dport, has_sport, has_vlan, has_ingress;
-  std::uint16_t endpoint;
-  std::uint32_t flow_tag;
-  std::uint32_t rule_id;   // the Classifier's handle, for stats and tests
+  RuleHit hit;
 };
 
 // The packet's fields as the classifier compares them.
@@ -54,6 +59,8 @@ struct FlowKey {
   std::uint8_t pad[2];
 };
 static_assert(sizeof(FlowKey) == 40, "FlowKey is hashed and compared as five 64-bit words");
+
+struct PacketView;  // table.cc: the packet fields a lookup compares
 
 struct TableRule {
   SteeringRule rule;       // ingress_port must already be resolved when the name was given
@@ -75,8 +82,8 @@ class ClassifyTable {
   // a non-zero tag. Reads only the table and the packets; no allocation.
   void classify_burst(Mbuf* const* pkts, unsigned n) const noexcept;
 
-  // Looks one packet up; returns the matched rule or nullptr.
-  const CompiledRule* lookup(const Mbuf* m) const noexcept;
+  // Looks one packet up; returns what the matching rule yields, or nullptr.
+  const RuleHit* lookup(const Mbuf* m) const noexcept;
 
   std::size_t exact5_count() const noexcept { return n5_; }
   std::size_t exact3_count() const noexcept { return n3_; }
@@ -84,16 +91,22 @@ class ClassifyTable {
   std::uint16_t default_endpoint() const noexcept { return default_.endpoint; }
 
  private:
-  struct Slot {
+  // One cache line. A key whose only rule has no constraint beyond the key ("pure", the common
+  // case) carries that rule's result here, so a hit reads nothing but this line.
+  struct alignas(kCacheLine) Slot {
     FlowKey key;
     std::uint32_t first;   // index into cands_
-    std::uint32_t count;   // 0: empty slot
+    std::uint16_t count;   // 0: empty slot
+    std::uint8_t pure;
+    RuleHit hit;           // valid when pure
   };
+  static_assert(sizeof(Slot) == kCacheLine);
   struct Hash {
     std::vector<Slot> slots;
     std::uint32_t mask = 0;
   };
   ClassifyTable() = default;
+  const RuleHit* match_view(const PacketView& v, std::uint32_t h5, std::uint32_t h3) const noexcept;
 
   Hash h5_, h3_;
   std::size_t n5_ = 0, n3_ = 0;
