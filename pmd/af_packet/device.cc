@@ -274,8 +274,7 @@ std::string AfPacketPort::path_report() const {
   for (std::size_t i = 0; i < txq_.size(); ++i)
     out += fmt::format("af_packet {} txq{}: sendmmsg, one system call per burst, the kernel copies each frame{}\n",
                        spec_.interface, i, spec_.qdisc_bypass ? ", qdisc bypassed" : "");
-  if (!out.empty()) out.pop_back();
-  return out;
+  return out;  // one line per queue, each ending in a newline
 }
 
 PortCaps AfPacketPort::caps() const {

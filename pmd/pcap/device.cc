@@ -102,10 +102,10 @@ std::string PcapPort::path_report() const {
     out += "pcap rxq0: no rx_file, receives nothing\n";
   }
   if (!spec_.tx_file.empty())
-    out += fmt::format("pcap txq0: writes {} file '{}' with nanosecond timestamps, snap length {}",
+    out += fmt::format("pcap txq0: writes {} file '{}' with nanosecond timestamps, snap length {}\n",
                        capture_format_name(spec_.tx_format), spec_.tx_file, spec_.tx_snaplen);
   else
-    out += "pcap txq0: no tx_file, transmit refuses every frame";
+    out += "pcap txq0: no tx_file, transmit refuses every frame\n";
   return out;
 }
 

@@ -230,7 +230,7 @@ std::string SocketPort::path_report() const {
                                    : std::string(),
                        s.rule_text);
   }
-  out += "socket txq0: sendmmsg of each frame's UDP payload to its destination, from the socket bound to its source port";
+  out += "socket txq0: sendmmsg of each frame's UDP payload to its destination, from the socket bound to its source port\n";
   return out;
 }
 

@@ -131,6 +131,45 @@ TEST(SocketPmd, LoopbackDatagramsBecomeFramesWithRealAddresses) {
   EXPECT_EQ(pool->available(), pool->count());
 }
 
+TEST(SocketPmd, LoopbackIpv6DatagramsBecomeIpv6Frames) {
+  auto pool = make_pool();
+  auto port = open_port("listen = ['udp dst [::1]:47312']\n", pool.get());
+  if (!port && port.message().find("Address family") != std::string::npos) GTEST_SKIP() << "no IPv6 on this host";
+  ASSERT_TRUE(port) << port.message();
+  int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in6 d{};
+  d.sin6_family = AF_INET6;
+  d.sin6_port = htons(47312);
+  d.sin6_addr = in6addr_loopback;
+  for (unsigned i = 0; i < 50; ++i) {
+    std::string p = fmt::format("v6 datagram {}", i);
+    ASSERT_EQ(sendto(fd, p.data(), p.size(), 0, reinterpret_cast<sockaddr*>(&d), sizeof d), ssize_t(p.size()));
+  }
+  unsigned got = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (got < 50 && std::chrono::steady_clock::now() < deadline) {
+    Mbuf* pkts[32];
+    unsigned n = port.value()->rx_queue(0)(pkts, 32);
+    for (unsigned i = 0; i < n; ++i) {
+      const std::uint8_t* f = pkts[i]->data();
+      ASSERT_EQ(wire::load_be16(f + 12), wire::kEtherTypeIpv6);
+      const std::uint8_t* ip = f + 14;
+      const std::uint8_t* udp = ip + 40;
+      const std::uint32_t plen = wire::load_be16(ip + 4);
+      EXPECT_EQ(ip[6], 17);
+      EXPECT_EQ(std::memcmp(ip + 24, &in6addr_loopback, 16), 0) << "destination from IPV6_PKTINFO";
+      EXPECT_EQ(std::memcmp(ip + 8, &in6addr_loopback, 16), 0);
+      EXPECT_EQ(wire::load_be16(udp + 2), 47312);
+      EXPECT_EQ(wire::l4_checksum_ipv6(ip + 8, ip + 24, 17, udp, plen), 0);
+      EXPECT_EQ(std::string(reinterpret_cast<const char*>(udp + 8), plen - 8), fmt::format("v6 datagram {}", got));
+      ++got;
+    }
+    mbuf_free_bulk(pkts, n);
+  }
+  EXPECT_EQ(got, 50u);
+  close(fd);
+}
+
 TEST(SocketPmd, RulesWithoutAPortOrNotUdpAreRejected) {
   auto pool = make_pool();
   auto noport = open_port("listen = ['udp dst 10.0.0.1']\n", pool.get());
