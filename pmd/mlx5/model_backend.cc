@@ -57,6 +57,8 @@ class ModelBackend final : public Backend {
     for (std::uint64_t i = 0; i < distinct; ++i) {
       wire::FrameSpec s;
       s.eth.dst = o_.mac;
+      if ((dst->first[0] & 0xf0) == 0xe0)  // a group address travels to the group's MAC
+        s.eth.dst = {0x01, 0x00, 0x5e, static_cast<std::uint8_t>(dst->first[1] & 0x7f), dst->first[2], dst->first[3]};
       s.eth.src = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
       s.ip_version = 4;
       s.ipv4.src = src->first;

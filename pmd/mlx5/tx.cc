@@ -118,7 +118,14 @@ void tx_reset(TxQueue& q) noexcept {
     Cqe64* cqe = cqe_at(q.cq, ci);
     const int op = owned(cqe, ci, q.cq_log);
     if (op < 0) break;
-    if (cqe_opcode(static_cast<std::uint8_t>(op)) != kCqeReq) count_add(q.syndromes.count[reinterpret_cast<ErrCqe*>(cqe)->syndrome]);
+    if (cqe_opcode(static_cast<std::uint8_t>(op)) != kCqeReq) {
+      count_add(q.syndromes.count[reinterpret_cast<ErrCqe*>(cqe)->syndrome]);
+    } else {
+      // Completed before the error: those frames left.
+      const std::uint16_t wc = be16(cqe->wqe_counter);
+      const std::uint32_t done = static_cast<std::uint16_t>(wc - static_cast<std::uint16_t>(q.sq_ci)) + 1u;
+      if (done <= q.sq_pi - q.sq_ci) free_completed(q, q.sq_ci + done);
+    }
     ++ci;
   }
   const std::uint32_t lost = q.sq_pi - q.sq_ci;

@@ -70,7 +70,8 @@ struct ModelDoorbell {
   }
 
   void mmio64(void* base, std::size_t offset, std::uint64_t value) const noexcept {
-    std::atomic_thread_fence(std::memory_order_release);
+    // No fence: the model reads the record that announces this write with an acquire load
+    // (A-DB), which orders everything the driver wrote before its release store (R-DB).
     sink->mmio64(sink->ctx, base, offset, value);
   }
 };

@@ -714,16 +714,10 @@ void Device::on_mmio(void* ctx, void* base, std::size_t offset, std::uint64_t va
     // The UAR write names the last WQE posted; the SQ record must already cover it.
     const std::uint32_t idx = (be32(static_cast<std::uint32_t>(value)) >> 8) & kWqeCounterMask;
     const std::uint32_t rec = load_record(&sq->dbrec[kSndDbr]) & kWqeCounterMask;
-    if (((rec - 1) & kWqeCounterMask) != idx) {
-      if (threaded) std::atomic_ref<std::uint64_t>(d->c_.doorbell_order_errors).fetch_add(1, std::memory_order_relaxed);
-      else ++d->c_.doorbell_order_errors;
-    }
-    if (threaded) {
-      std::atomic_ref<std::uint64_t>(d->c_.uar_writes).fetch_add(1, std::memory_order_relaxed);
-    } else {
-      ++d->c_.uar_writes;
-      d->process_sq(*sq);
-    }
+    // Relaxed: statistics only.
+    if (((rec - 1) & kWqeCounterMask) != idx) d->order_errors_.fetch_add(1, std::memory_order_relaxed);
+    d->uar_writes_.fetch_add(1, std::memory_order_relaxed);
+    if (!threaded) d->process_sq(*sq);
   }
 }
 
@@ -816,9 +810,8 @@ std::vector<std::vector<std::uint8_t>> Device::take_sent() {
 Counters Device::counters() const {
   std::lock_guard lock(mu_);
   Counters c = c_;
-  c.uar_writes = std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(c_.uar_writes)).load(std::memory_order_relaxed);
-  c.doorbell_order_errors =
-      std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(c_.doorbell_order_errors)).load(std::memory_order_relaxed);
+  c.uar_writes = uar_writes_.load(std::memory_order_relaxed);
+  c.doorbell_order_errors = order_errors_.load(std::memory_order_relaxed);
   return c;
 }
 

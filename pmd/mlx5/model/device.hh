@@ -170,6 +170,9 @@ class Device {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<std::size_t> thread_delivered_{0};
+  // Written from the driver's thread by UAR writes (no lock when the model has its own thread).
+  std::atomic<std::uint64_t> uar_writes_{0};
+  std::atomic<std::uint64_t> order_errors_{0};
 };
 
 }  // namespace rawpipe::mlx5::model
