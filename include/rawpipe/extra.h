@@ -120,7 +120,7 @@ typedef struct rawpipe_api {
   /* Receive (RAWPIPE_CAP_ZCOPY_RECV), for ring endpoints. recvfrom_zcopy returns how many
    * packets it wrote to pkts (0: none waiting); free_packets returns them to their pools. recv
    * copies one packet's payload into buf (truncating, like recvfrom) and frees the buffer; it
-   * returns the payload length, 0 when none is waiting; src may be NULL. */
+   * returns the bytes copied, 0 when none is waiting, -1 for a bad endpoint; src may be NULL. */
   int (*recvfrom_zcopy)(rawpipe_pipeline *p, uint16_t endpoint, struct rawpipe_packet *pkts, unsigned max);
   void (*free_packets)(rawpipe_pipeline *p, const struct rawpipe_packet *pkts, unsigned n);
   long (*recv)(rawpipe_pipeline *p, uint16_t endpoint, void *buf, size_t len, struct rawpipe_addr *src);
@@ -142,8 +142,12 @@ typedef struct rawpipe_api {
 
   /* Plugins (RAWPIPE_CAP_PLUGINS): attach "endpoint NAME" or "queue PORT:QUEUE"; config is n
    * key/value strings handed to the plugin. */
+  /* Returns the plugin's number (>= 0) for plugin_report, or -1. Plugins stay loaded until
+   * destroy(). */
   int (*load_filter_plugin)(rawpipe_pipeline *p, const char *path, const char *attach, const char *const *keys,
                             const char *const *values, unsigned n);
+  /* The plugin's one-line summary into buf; returns its length or -1. */
+  int (*plugin_report)(rawpipe_pipeline *p, int plugin, char *buf, size_t len);
 } rawpipe_api_t;
 
 /* NULL when `abi_version` is not provided by this library (rawpipe_api_error() says why). */
