@@ -53,7 +53,6 @@ class ModelBackend final : public Backend {
     auto src = parse_endpoint(o_.src, "inject_src");
     if (!src) return src.status();
     const std::uint64_t distinct = std::min<std::uint64_t>(o_.count, std::max<std::uint32_t>(o_.flows, 1));
-    std::vector<std::vector<std::uint8_t>> pattern;
     for (std::uint64_t i = 0; i < distinct; ++i) {
       wire::FrameSpec s;
       s.eth.dst = o_.mac;
@@ -70,17 +69,16 @@ class ModelBackend final : public Backend {
       std::vector<std::uint8_t> f(9216);
       f.resize(wire::write_frame(s, f.data(), f.size()));
       if (f.empty()) return Status::errorf("inject_size {} does not make a valid frame", o_.frame_size);
-      pattern.push_back(std::move(f));
+      frames_.push_back(std::move(f));
     }
-    frames_.reserve(o_.count);
-    for (std::uint64_t i = 0; i < o_.count; ++i) frames_.push_back(pattern[i % pattern.size()]);
+    total_ = o_.count;
     return Status::ok();
   }
 
   bool is_model() const override { return true; }
   const rdma::DoorbellSink* sink() const override { return dev_.sink(); }
   std::string describe() const override {
-    return fmt::format("mlx5 device model ({} frames to inject{})", frames_.size() * o_.loops,
+    return fmt::format("mlx5 device model ({} frames to inject{})", total_ * o_.loops,
                        o_.pcap.empty() ? "" : " from " + o_.pcap);
   }
   LinkInfo link() const override {
@@ -133,11 +131,8 @@ class ModelBackend final : public Backend {
   bool reset_sq(std::uint16_t q) override { return dev_.reset_sq(q); }
 
   Status start() override {
-    std::vector<std::vector<std::uint8_t>> all;
-    all.reserve(frames_.size() * o_.loops);
-    for (std::uint32_t l = 0; l < o_.loops; ++l) all.insert(all.end(), frames_.begin(), frames_.end());
     dev_.keep_sent(false);
-    dev_.start_thread(std::move(all));
+    dev_.start_thread(frames_, total_ * o_.loops);
     return Status::ok();
   }
   void stop() override { dev_.stop_thread(); }
@@ -169,6 +164,7 @@ class ModelBackend final : public Backend {
     int rc;
     while ((rc = pcap_next_ex(p, &h, &data)) == 1 && frames_.size() < kMaxPcapFrames)
       frames_.emplace_back(data, data + h->caplen);
+    total_ = frames_.size();
     const std::string why = rc == -1 ? pcap_geterr(p) : "";
     pcap_close(p);
     if (rc == -1) return Status::errorf("inject_pcap '{}': {} after {} frames", o_.pcap, why, frames_.size());
@@ -182,7 +178,8 @@ class ModelBackend final : public Backend {
   ModelOptions o_;
   mutable model::Device dev_;
   std::uint16_t first_rq_ = 0;
-  std::vector<std::vector<std::uint8_t>> frames_;
+  std::vector<std::vector<std::uint8_t>> frames_;  // distinct frames, cycled
+  std::uint64_t total_ = 0;                         // frames per loop
 };
 
 }  // namespace

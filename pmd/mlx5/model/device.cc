@@ -820,23 +820,32 @@ std::uint64_t Device::rq_syndromes(std::uint16_t rq, std::uint8_t syndrome) cons
   return rqs_.at(rq)->syndromes[syndrome];
 }
 
-void Device::start_thread(std::vector<std::vector<std::uint8_t>> frames) {
+void Device::start_thread(std::vector<std::vector<std::uint8_t>> frames, std::uint64_t total) {
+  if (total == 0) total = frames.size();
+  if (frames.empty()) total = 0;
+  // A short pattern is repeated so one batch can hold several frames (compressed sessions form
+  // within a batch); whole repetitions keep the order.
+  if (!frames.empty() && frames.size() < 64) {
+    const std::size_t p = frames.size();
+    for (std::size_t i = p; i < 64 + (p - 64 % p) % p; ++i) frames.push_back(frames[i % p]);
+  }
   stop_.store(false, std::memory_order_relaxed);
   thread_delivered_.store(0, std::memory_order_relaxed);
-  thread_ = std::thread([this, frames = std::move(frames)] {
-    std::size_t next = 0;
+  thread_ = std::thread([this, frames = std::move(frames), total] {
+    std::uint64_t next = 0;
     while (!stop_.load(std::memory_order_acquire)) {
       std::size_t took = 0;
       {
         std::lock_guard lock(mu_);
         for (auto& sq : sqs_) process_sq(*sq);
       }
-      if (next < frames.size()) {
-        const std::size_t batch = std::min<std::size_t>(frames.size() - next, 16);
-        took = receive_burst(std::span(frames).subspan(next, batch), true);
+      if (next < total) {
+        const std::size_t at = static_cast<std::size_t>(next % frames.size());
+        const std::size_t batch = static_cast<std::size_t>(std::min<std::uint64_t>({total - next, 16, frames.size() - at}));
+        took = receive_burst(std::span(frames).subspan(at, batch), true);
         next += took;
-        // Release: the test thread reads the count to know how many frames exist.
-        thread_delivered_.store(next, std::memory_order_release);
+        // Release: readers of the count see every frame it covers delivered.
+        thread_delivered_.store(static_cast<std::size_t>(next), std::memory_order_release);
       }
       if (took == 0) std::this_thread::yield();
     }

@@ -126,9 +126,10 @@ class Device {
   Counters counters() const;
   std::uint64_t rq_syndromes(std::uint16_t rq, std::uint8_t syndrome) const;
 
-  // Runs the device on its own thread: it delivers `frames` in order (waiting for posted WQEs and
-  // CQ room, never dropping) and processes transmits, until stop_thread().
-  void start_thread(std::vector<std::vector<std::uint8_t>> frames);
+  // Runs the device on its own thread: it delivers `total` frames, cycling through `frames` in
+  // order (waiting for posted WQEs and CQ room, never dropping; total 0 = frames.size()), and
+  // processes transmits, until stop_thread().
+  void start_thread(std::vector<std::vector<std::uint8_t>> frames, std::uint64_t total = 0);
   void stop_thread();
   std::size_t thread_delivered() const noexcept { return thread_delivered_.load(std::memory_order_acquire); }
 
