@@ -39,6 +39,7 @@ extern "C" {
 #define RAWPIPE_CAP_RULES (1ull << 3)         /* add_conf_rule, remove_rule */
 #define RAWPIPE_CAP_STATS (1ull << 4)         /* dump_fd_stats */
 #define RAWPIPE_CAP_PLUGINS (1ull << 5)       /* load_filter_plugin */
+#define RAWPIPE_CAP_ALLOCATOR (1ull << 6)     /* set_allocator */
 
 /* Filter verdicts. Any other value returned by a filter is counted as filter_invalid_verdict and
  * the packet is dropped. */
@@ -89,6 +90,15 @@ struct rawpipe_completion {
 typedef int (*rawpipe_filter_fn)(const struct rawpipe_packet *pkt, void *ctx);
 /* Burst filter: writes verdicts[0..n). Every entry starts as RAWPIPE_RECV. */
 typedef void (*rawpipe_filter_burst_fn)(const struct rawpipe_packet *pkts, int *verdicts, unsigned n, void *ctx);
+
+/* Memory for pool regions. alloc must return 4 KiB-aligned memory or NULL. */
+typedef void *(*rawpipe_alloc_fn)(size_t bytes, void *ctx);
+typedef void (*rawpipe_free_fn)(void *addr, void *ctx);
+/* Which pools use it: RX = pools some port receives into (their buffers are also what echo and
+ * forward transmit); TX = pools no port receives into (buffers the application allocates to
+ * send). */
+#define RAWPIPE_ALLOC_RX (1u << 0)
+#define RAWPIPE_ALLOC_TX (1u << 1)
 
 #define RAWPIPE_ANY_ENDPOINT 0xffffu
 
@@ -148,6 +158,12 @@ typedef struct rawpipe_api {
                             const char *const *values, unsigned n);
   /* The plugin's one-line summary into buf; returns its length or -1. */
   int (*plugin_report)(rawpipe_pipeline *p, int plugin, char *buf, size_t len);
+
+  /* User allocator (RAWPIPE_CAP_ALLOCATOR) for the pools of pipelines create() builds from now
+   * on (process-wide, like libvma's, so set it before create). alloc NULL restores rawpipe's own
+   * memory (hugepages or anonymous). free is called with each region at destroy. Returns -1 for
+   * bad flags. */
+  int (*set_allocator)(rawpipe_alloc_fn alloc, rawpipe_free_fn free, void *ctx, uint32_t flags);
 } rawpipe_api_t;
 
 /* NULL when `abi_version` is not provided by this library (rawpipe_api_error() says why). */

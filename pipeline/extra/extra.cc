@@ -15,6 +15,8 @@ thread_local std::string t_api_error;  // rawpipe_get_api / create failures (no 
 
 std::mutex g_load_mu;
 LoadOptions g_load;  // guarded by g_load_mu
+PoolMemoryProvider g_alloc;  // guarded by g_load_mu
+std::uint32_t g_alloc_flags = 0;  // guarded by g_load_mu
 
 int fail(rawpipe_pipeline* h, const std::string& msg) {
   if (h) h->error = msg;
@@ -29,9 +31,13 @@ bool endpoint_ok(rawpipe_pipeline* h, std::uint16_t ep) {
 
 rawpipe_pipeline* api_create(const char* file) {
   LoadOptions opts;
+  PoolMemoryProvider alloc;
+  std::uint32_t alloc_flags;
   {
     std::lock_guard lock(g_load_mu);
     opts = g_load;
+    alloc = g_alloc;
+    alloc_flags = g_alloc_flags;
   }
   if (!opts.find_pmd) {
     t_api_error =
@@ -44,7 +50,15 @@ rawpipe_pipeline* api_create(const char* file) {
     t_api_error = loaded.message();
     return nullptr;
   }
-  auto p = Pipeline::create(loaded.value().plan);
+  Plan& plan = loaded.value().plan;
+  if (alloc.alloc) {
+    for (PoolPlan& pool : plan.pools) {
+      bool rx = false;
+      for (const PortPlan& port : plan.ports) rx |= port.pool == pool.config.name;
+      if (alloc_flags & (rx ? RAWPIPE_ALLOC_RX : RAWPIPE_ALLOC_TX)) pool.config.provider = alloc;
+    }
+  }
+  auto p = Pipeline::create(plan);
   if (!p) {
     t_api_error = p.message();
     return nullptr;
@@ -223,11 +237,22 @@ int api_load_filter_plugin(rawpipe_pipeline* h, const char* path, const char* at
                            const char* const* values, unsigned n);
 int api_plugin_report(rawpipe_pipeline* h, int plugin, char* buf, std::size_t len);
 
+int api_set_allocator(rawpipe_alloc_fn alloc, rawpipe_free_fn free_fn, void* ctx, std::uint32_t flags) {
+  if (alloc && (!free_fn || flags == 0 || (flags & ~(RAWPIPE_ALLOC_RX | RAWPIPE_ALLOC_TX)))) {
+    t_api_error = "set_allocator: give alloc and free and flags made of RAWPIPE_ALLOC_RX / RAWPIPE_ALLOC_TX";
+    return -1;
+  }
+  std::lock_guard lock(g_load_mu);
+  g_alloc = alloc ? PoolMemoryProvider{alloc, free_fn, ctx} : PoolMemoryProvider{};
+  g_alloc_flags = alloc ? flags : 0;
+  return 0;
+}
+
 constexpr rawpipe_api_t kApi = {
     RAWPIPE_EXTRA_ABI_VERSION,
     sizeof(rawpipe_api_t),
     RAWPIPE_CAP_FILTERS | RAWPIPE_CAP_ZCOPY_RECV | RAWPIPE_CAP_COMPLETIONS | RAWPIPE_CAP_RULES | RAWPIPE_CAP_STATS |
-        RAWPIPE_CAP_PLUGINS,
+        RAWPIPE_CAP_PLUGINS | RAWPIPE_CAP_ALLOCATOR,
     &api_create,
     &api_start,
     &api_stop,
@@ -248,6 +273,7 @@ constexpr rawpipe_api_t kApi = {
     &api_dump_fd_stats,
     &api_load_filter_plugin,
     &api_plugin_report,
+    &api_set_allocator,
 };
 
 int api_load_filter_plugin(rawpipe_pipeline* h, const char* path, const char* attach, const char* const* keys,
