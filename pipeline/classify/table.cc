@@ -13,9 +13,13 @@
 
 namespace rawpipe {
 
-// What the data path extracts from one packet.
+// What the data path extracts from one packet. The key is kept as the five 64-bit words of a
+// FlowKey, each written whole: writing it field by field and reading it back as words would stall
+// on store-to-load forwarding in the hash and compare.
 struct PacketView {
-  FlowKey key;       // full 5-tuple (ports zero when absent)
+  std::uint64_t w[5];  // dst[2], src[2], tail = dport | sport << 16 | proto << 32 | family << 40
+  std::uint16_t dport, sport;
+  std::uint8_t proto, family;
   bool has_ports;
   bool has_vlan;
   std::uint16_t vlan;
@@ -26,20 +30,31 @@ namespace {
 
 constexpr std::uint8_t kProtoUdp = 17;
 constexpr std::uint8_t kProtoTcp = 6;
+// The tail word without the source port: what a 3-tuple key holds.
+constexpr std::uint64_t kTail3Mask = ~(std::uint64_t{0xffff} << 16);
+
+RAWPIPE_ALWAYS_INLINE std::uint32_t hash_words(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d,
+                                               std::uint64_t e) noexcept {
+  std::uint64_t h = 0x9e3779b9u;
+  h = _mm_crc32_u64(h, a);
+  h = _mm_crc32_u64(h, b);
+  h = _mm_crc32_u64(h, c);
+  h = _mm_crc32_u64(h, d);
+  h = _mm_crc32_u64(h, e);
+  return static_cast<std::uint32_t>(h);
+}
 
 RAWPIPE_ALWAYS_INLINE std::uint32_t hash_key(const FlowKey& k) noexcept {
   std::uint64_t w[5];
   std::memcpy(w, &k, sizeof w);
-  std::uint64_t h = 0x9e3779b9u;
-  for (std::uint64_t x : w) h = _mm_crc32_u64(h, x);
-  return static_cast<std::uint32_t>(h);
+  return hash_words(w[0], w[1], w[2], w[3], w[4]);
 }
 
-RAWPIPE_ALWAYS_INLINE bool key_equal(const FlowKey& a, const FlowKey& b) noexcept {
-  std::uint64_t x[5], y[5];
+RAWPIPE_ALWAYS_INLINE bool key_equal(const FlowKey& a, std::uint64_t b0, std::uint64_t b1, std::uint64_t b2,
+                                     std::uint64_t b3, std::uint64_t b4) noexcept {
+  std::uint64_t x[5];
   std::memcpy(x, &a, sizeof x);
-  std::memcpy(y, &b, sizeof y);
-  return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3]) | (x[4] ^ y[4])) == 0;
+  return ((x[0] ^ b0) | (x[1] ^ b1) | (x[2] ^ b2) | (x[3] ^ b3) | (x[4] ^ b4)) == 0;
 }
 
 // False for packets the rules cannot match (not IP). Reads only bytes parse validated: the
@@ -48,30 +63,35 @@ RAWPIPE_ALWAYS_INLINE bool key_equal(const FlowKey& a, const FlowKey& b) noexcep
 RAWPIPE_ALWAYS_INLINE bool view_packet(const Mbuf* m, PacketView& v) noexcept {
   const std::uint8_t* d = m->data();
   const std::uint8_t* l3 = d + m->l3_off;
-  v.key.dst[1] = v.key.src[1] = 0;
   if (m->l3_type == L3Type::kIpv4) {
     std::uint32_t a, b;
     std::memcpy(&a, l3 + 16, 4);
     std::memcpy(&b, l3 + 12, 4);
-    v.key.dst[0] = a;
-    v.key.src[0] = b;
+    v.w[0] = a;
+    v.w[1] = 0;
+    v.w[2] = b;
+    v.w[3] = 0;
   } else if (m->l3_type == L3Type::kIpv6) {
-    std::memcpy(v.key.dst, l3 + 24, 16);
-    std::memcpy(v.key.src, l3 + 8, 16);
+    std::memcpy(&v.w[0], l3 + 24, 16);
+    std::memcpy(&v.w[2], l3 + 8, 16);
   } else {
     return false;
   }
-  v.key.family = static_cast<std::uint8_t>(m->l3_type);
-  v.key.proto = m->l4_proto;
-  v.key.pad[0] = v.key.pad[1] = 0;
-  v.has_ports = m->l4_off != 0 && m->frag_off == 0 && (m->l4_proto == kProtoUdp || m->l4_proto == kProtoTcp);
-  if (v.has_ports) {
+  const std::uint8_t proto = m->l4_proto;
+  const std::uint8_t family = static_cast<std::uint8_t>(m->l3_type);
+  const bool has_ports = m->l4_off != 0 && m->frag_off == 0 && (proto == kProtoUdp || proto == kProtoTcp);
+  std::uint16_t sport = 0, dport = 0;
+  if (has_ports) {
     const std::uint8_t* l4 = d + m->l4_off;
-    v.key.sport = wire::load_be16(l4);
-    v.key.dport = wire::load_be16(l4 + 2);
-  } else {
-    v.key.sport = v.key.dport = 0;
+    sport = wire::load_be16(l4);
+    dport = wire::load_be16(l4 + 2);
   }
+  v.w[4] = std::uint64_t{dport} | std::uint64_t{sport} << 16 | std::uint64_t{proto} << 32 | std::uint64_t{family} << 40;
+  v.dport = dport;
+  v.sport = sport;
+  v.proto = proto;
+  v.family = family;
+  v.has_ports = has_ports;
   v.has_vlan = m->vlan_count != 0;
   v.vlan = m->vlan_tci[0] & wire::kVlanVidMask;
   v.port = m->port;
@@ -79,14 +99,14 @@ RAWPIPE_ALWAYS_INLINE bool view_packet(const Mbuf* m, PacketView& v) noexcept {
 }
 
 RAWPIPE_ALWAYS_INLINE bool rule_matches(const CompiledRule& r, const PacketView& v) noexcept {
-  if (r.family && r.family != v.key.family) return false;
-  if (r.proto && r.proto != v.key.proto) return false;
-  std::uint64_t addr_diff = ((v.key.dst[0] & r.dst_mask[0]) ^ r.dst[0]) | ((v.key.dst[1] & r.dst_mask[1]) ^ r.dst[1]) |
-                            ((v.key.src[0] & r.src_mask[0]) ^ r.src[0]) | ((v.key.src[1] & r.src_mask[1]) ^ r.src[1]);
+  if (r.family && r.family != v.family) return false;
+  if (r.proto && r.proto != v.proto) return false;
+  std::uint64_t addr_diff = ((v.w[0] & r.dst_mask[0]) ^ r.dst[0]) | ((v.w[1] & r.dst_mask[1]) ^ r.dst[1]) |
+                            ((v.w[2] & r.src_mask[0]) ^ r.src[0]) | ((v.w[3] & r.src_mask[1]) ^ r.src[1]);
   if (addr_diff) return false;
   if ((r.has_dport | r.has_sport) && !v.has_ports) return false;
-  if (r.has_dport && r.dport != v.key.dport) return false;
-  if (r.has_sport && r.sport != v.key.sport) return false;
+  if (r.has_dport && r.dport != v.dport) return false;
+  if (r.has_sport && r.sport != v.sport) return false;
   if (r.has_vlan && (!v.has_vlan || r.vlan != v.vlan)) return false;
   if (r.has_ingress && r.ingress != v.port) return false;
   return true;
@@ -210,12 +230,12 @@ namespace {
 
 template <typename Slot>
 RAWPIPE_ALWAYS_INLINE const Slot* find_slot(const std::vector<Slot>& slots, std::uint32_t mask,
-                                            const FlowKey& k, std::uint32_t hash) noexcept {
+                                            const std::uint64_t* k, std::uint32_t hash) noexcept {
   std::uint32_t i = hash & mask;
   for (;;) {
     const Slot& s = slots[i];
     if (s.count == 0) return nullptr;  // load <= 1/2 guarantees an empty slot ends every probe
-    if (key_equal(s.key, k)) return &s;
+    if (key_equal(s.key, k[0], k[1], k[2], k[3], k[4])) return &s;
     i = (i + 1) & mask;
   }
 }
@@ -224,11 +244,17 @@ RAWPIPE_ALWAYS_INLINE const Slot* find_slot(const std::vector<Slot>& slots, std:
 
 namespace {
 
-RAWPIPE_ALWAYS_INLINE FlowKey key3_of(const FlowKey& k) noexcept {
-  FlowKey k3 = k;
-  k3.src[0] = k3.src[1] = 0;
-  k3.sport = 0;
-  return k3;
+// The 3-tuple key words of a packet: no source address or port.
+struct Key3 {
+  std::uint64_t w[5];
+  RAWPIPE_ALWAYS_INLINE explicit Key3(const PacketView& v) noexcept : w{v.w[0], v.w[1], 0, 0, v.w[4] & kTail3Mask} {}
+};
+
+RAWPIPE_ALWAYS_INLINE std::uint32_t hash5(const PacketView& v) noexcept {
+  return hash_words(v.w[0], v.w[1], v.w[2], v.w[3], v.w[4]);
+}
+RAWPIPE_ALWAYS_INLINE std::uint32_t hash3(const PacketView& v) noexcept {
+  return hash_words(v.w[0], v.w[1], 0, 0, v.w[4] & kTail3Mask);
 }
 
 }  // namespace
@@ -238,14 +264,14 @@ RAWPIPE_ALWAYS_INLINE FlowKey key3_of(const FlowKey& k) noexcept {
   do {                                                                                            \
     if ((V).has_ports) {                                                                          \
       if (n5_) {                                                                                  \
-        if (const Slot* s = find_slot(h5_.slots, h5_.mask, (V).key, (H5))) {                      \
+        if (const Slot* s = find_slot(h5_.slots, h5_.mask, (V).w, (H5))) {                      \
           if (s->pure) return &s->hit;                                                            \
           for (std::uint32_t i = s->first; i < s->first + s->count; ++i)                          \
             if (rule_matches(cands_[i], (V))) return &cands_[i].hit;                              \
         }                                                                                         \
       }                                                                                           \
       if (n3_) {                                                                                  \
-        if (const Slot* s = find_slot(h3_.slots, h3_.mask, key3_of((V).key), (H3))) {             \
+        if (const Slot* s = find_slot(h3_.slots, h3_.mask, Key3(V).w, (H3))) {             \
           if (s->pure) return &s->hit;                                                            \
           for (std::uint32_t i = s->first; i < s->first + s->count; ++i)                          \
             if (rule_matches(cands_[i], (V))) return &cands_[i].hit;                              \
@@ -260,8 +286,8 @@ RAWPIPE_ALWAYS_INLINE FlowKey key3_of(const FlowKey& k) noexcept {
 const RuleHit* ClassifyTable::lookup(const Mbuf* m) const noexcept {
   PacketView v;
   if (!view_packet(m, v)) return nullptr;
-  const std::uint32_t h5 = n5_ ? hash_key(v.key) : 0;
-  const std::uint32_t h3 = n3_ ? hash_key(key3_of(v.key)) : 0;
+  const std::uint32_t h5 = n5_ ? hash5(v) : 0;
+  const std::uint32_t h3 = n3_ ? hash3(v) : 0;
   RAWPIPE_CLASSIFY_LOOKUP(v, h5, h3);
 }
 
@@ -284,11 +310,11 @@ void ClassifyTable::classify_burst(Mbuf* const* pkts, unsigned n) const noexcept
       h5[j] = h3[j] = 0;
       if (!ip[j] || !views[j].has_ports) continue;
       if (n5_) {
-        h5[j] = hash_key(views[j].key);
+        h5[j] = hash5(views[j]);
         prefetch0(&h5_.slots[h5[j] & h5_.mask]);
       }
       if (n3_) {
-        h3[j] = hash_key(key3_of(views[j].key));
+        h3[j] = hash3(views[j]);
         prefetch0(&h3_.slots[h3[j] & h3_.mask]);
       }
     }
