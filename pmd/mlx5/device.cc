@@ -323,7 +323,7 @@ class Mlx5Port final : public Port {
 Result<std::unique_ptr<Port>> Spec::open(const PortEnv& env) const {
   if (!env.pool) return Status::errorf("port '{}': no pool", env.name);
   Result<std::unique_ptr<Backend>> b = model ? open_model_backend(model_opts) : open_verbs_backend(verbs);
-  if (!b) return b.status().context(fmt::format("port '{}'", env.name));
+  if (!b) return b.status();  // the caller names the port
   auto port = std::make_unique<Mlx5Port>(*this, env, std::move(b).value());
   RAWPIPE_TRY(port->init());
   return std::unique_ptr<Port>(std::move(port));
