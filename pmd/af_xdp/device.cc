@@ -1,8 +1,9 @@
 // AF_XDP control path: config keys, open (attach the XDP program), start (UMEM over the pool's
 // region, one XSK per queue), stop (return every buffer), stats and the path report.
 //
-// open(), start() and stop() must run in the network namespace of the interface: the socket
-// binds by name and the program attaches by index there. The burst functions run anywhere.
+// open() must run in the network namespace of the interface: the socket binds by name and the
+// program attaches by index there. start(), stop(), link() and the destructor switch to that
+// namespace themselves when called from elsewhere. The burst functions run anywhere.
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
 #include <net/if.h>
@@ -18,6 +19,7 @@
 #include "pipeline/classify/rule.hh"
 #include "pipeline/config/section.hh"
 #include "pmd/af_xdp/af_xdp.hh"
+#include "pmd/af_xdp/netns_guard.hh"
 #include "pmd/af_xdp/program.hh"
 #include "pmd/af_xdp/xdp_steer_abi.h"
 #include "pmd/drivers.hh"
@@ -63,7 +65,11 @@ Result<IfInfo> query_interface(const std::string& name) {
 class AfXdpPort final : public Port {
  public:
   AfXdpPort(const Config& cfg, const PortEnv& env) : cfg_(cfg), env_(env) {}
-  ~AfXdpPort() override { stop(); }
+  ~AfXdpPort() override {
+    EnterNetns in(home_);
+    stop();
+    program_.reset();  // detaches by interface index: must happen in home_
+  }
 
   Status open() {
     Pool* pool = env_.pool;
@@ -131,6 +137,7 @@ class AfXdpPort final : public Port {
 
   LinkInfo link() const override {
     LinkInfo l;
+    EnterNetns in(home_);
     auto info = query_interface(cfg_.interface);
     const IfInfo& i = info ? info.value() : if_;
     l.up = i.up;
@@ -141,6 +148,7 @@ class AfXdpPort final : public Port {
 
   Status start() override {
     if (started_) return Status::ok();
+    EnterNetns in(home_);
     Pool* pool = env_.pool;
     const std::uint64_t need = std::uint64_t(nq_) * env_.rx_ring_size + kMaxBurst;
     if (pool->count() < need)
@@ -158,6 +166,7 @@ class AfXdpPort final : public Port {
 
   void stop() override {
     if (!started_) return;
+    EnterNetns in(home_);
     teardown();
     started_ = false;
   }
@@ -376,6 +385,7 @@ class AfXdpPort final : public Port {
 
   Config cfg_;
   PortEnv env_;
+  OpenedNetns home_;  // the namespace open() ran in
   IfInfo if_;
   unsigned nq_ = 1;
   std::unique_ptr<SteerProgram> program_;
