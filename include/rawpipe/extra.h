@@ -116,6 +116,8 @@ typedef struct rawpipe_api {
   rawpipe_pipeline *(*create)(const char *config_file);
   int (*start)(rawpipe_pipeline *p);
   int (*stop)(rawpipe_pipeline *p);
+  /* Frees the handle; an owned pipeline is stopped and freed; a wrapped one that still runs with
+   * plugins loaded is stopped first (their code is unloaded here). */
   void (*destroy)(rawpipe_pipeline *p);
   const char *(*last_error)(const rawpipe_pipeline *p);
   int (*endpoint_id)(const rawpipe_pipeline *p, const char *name);  /* -1 when unknown */

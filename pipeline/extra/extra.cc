@@ -80,8 +80,8 @@ int api_stop(rawpipe_pipeline* h) {
 
 void api_destroy(rawpipe_pipeline* h) {
   if (!h) return;
-  if (h->owned) (void)h->owned->stop();
-  // Detach every filter before the plugins' code and state go away.
+  // Plugins' callbacks may run on lcores until they stop; their code and state go away below.
+  if (h->owned || (!h->plugins.empty() && h->pipeline->running())) (void)h->pipeline->stop();
   Pipeline& p = *h->pipeline;
   if (!h->plugins.empty()) {
     for (std::uint16_t e = 0; e < p.endpoint_count(); ++e) (void)p.filters().set_endpoint_filter(e, {});

@@ -15,7 +15,6 @@
 #include <utility>
 
 #include "pipeline/ring/ring.hh"
-#include "pmd/registry.hh"
 #include "tests/unit/extra/plan_util.hh"
 
 namespace rawpipe {
@@ -72,72 +71,6 @@ TEST(ExtraApi, VersionAndCapabilities) {
   std::string why = rawpipe_api_error();
   EXPECT_NE(why.find("version 2"), std::string::npos) << why;
   EXPECT_NE(why.find("version 1"), std::string::npos) << why;
-}
-
-TEST(ExtraApi, CreateNeedsRegistryThenReportsConfigErrors) {
-  extra_set_load_options({});
-  EXPECT_EQ(api()->create("/nonexistent.toml"), nullptr);
-  EXPECT_NE(std::string(api()->last_error(nullptr)).find("PMD registry"), std::string::npos) << api()->last_error(nullptr);
-  LoadOptions o;
-  o.find_pmd = &find_pmd;
-  extra_set_load_options(o);
-  EXPECT_EQ(api()->create("/nonexistent/rawpipe.toml"), nullptr);
-  EXPECT_NE(std::string(api()->last_error(nullptr)).find("/nonexistent/rawpipe.toml"), std::string::npos)
-      << api()->last_error(nullptr);
-  extra_set_load_options({});
-}
-
-std::string source_file(const std::string& rel) {
-  std::string f = __FILE__;  // absolute, or relative to the build root
-  std::string dir = f.substr(0, f.rfind('/'));
-  if (!f.empty() && f[0] != '/') {
-    std::string exe = plugin_path("x");
-    dir = exe.substr(0, exe.rfind("/plugins/")) + "/" + dir;
-  }
-  return dir + "/../../../" + rel;
-}
-
-struct AllocLog {
-  std::atomic<int> allocs{0}, frees{0};
-  std::size_t bytes = 0;
-};
-void* test_alloc(std::size_t bytes, void* ctx) {
-  auto* log = static_cast<AllocLog*>(ctx);
-  log->allocs.fetch_add(1);
-  log->bytes += bytes;
-  return std::aligned_alloc(4096, bytes);
-}
-void test_free(void* p, void* ctx) {
-  static_cast<AllocLog*>(ctx)->frees.fetch_add(1);
-  std::free(p);
-}
-
-TEST(ExtraApi, UserAllocatorBacksReceivePoolsOfCreatedPipelines) {
-  LoadOptions o;
-  o.find_pmd = &find_pmd;
-  extra_set_load_options(o);
-  AllocLog log;
-  EXPECT_EQ(api()->set_allocator(&test_alloc, nullptr, &log, RAWPIPE_ALLOC_RX), -1);
-  EXPECT_EQ(api()->set_allocator(&test_alloc, &test_free, &log, 8), -1);
-  ASSERT_EQ(api()->set_allocator(&test_alloc, &test_free, &log, RAWPIPE_ALLOC_RX), 0);
-  const std::string cfg = source_file("configs/default.toml");
-  rawpipe_pipeline* h = api()->create(cfg.c_str());
-  ASSERT_NE(h, nullptr) << api()->last_error(nullptr);
-  EXPECT_EQ(log.allocs.load(), 1);
-  EXPECT_EQ(log.bytes, 16384u * 2048u);  // configs/default.toml's one pool
-  ASSERT_EQ(api()->start(h), 0) << api()->last_error(h);
-  while (h->pipeline->snapshot().total.rx_packets < 1000) std::this_thread::yield();
-  ASSERT_EQ(api()->stop(h), 0);
-  api()->destroy(h);
-  EXPECT_EQ(log.frees.load(), 1);
-  // TX only: the receive pool keeps rawpipe's own memory.
-  ASSERT_EQ(api()->set_allocator(&test_alloc, &test_free, &log, RAWPIPE_ALLOC_TX), 0);
-  h = api()->create(cfg.c_str());
-  ASSERT_NE(h, nullptr) << api()->last_error(nullptr);
-  EXPECT_EQ(log.allocs.load(), 1);
-  api()->destroy(h);
-  EXPECT_EQ(api()->set_allocator(nullptr, nullptr, nullptr, 0), 0);
-  extra_set_load_options({});
 }
 
 TEST(ExtraApi, ZeroCopyReceiveAndFreePackets) {
