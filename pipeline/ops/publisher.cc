@@ -1,0 +1,156 @@
+#include "pipeline/ops/publisher.hh"
+
+#include <unistd.h>
+
+namespace rawpipe::ops {
+namespace {
+
+nlohmann::json drops_json(const std::array<std::uint64_t, kDropReasonCount>& drops) {
+  nlohmann::json j = nlohmann::json::object();
+  for (std::size_t r = 1; r < kDropReasonCount; ++r)
+    if (drops[r]) j[std::string(kDropReasonNames[r])] = drops[r];
+  return j;
+}
+
+nlohmann::json lcore_json(const LcoreStats& s) {
+  return {{"id", s.id},           {"cpu", s.cpu},
+          {"rx_packets", s.rx_packets}, {"rx_bytes", s.rx_bytes},
+          {"bursts", s.bursts},   {"empty_polls", s.empty_polls},
+          {"delivered", s.delivered}, {"transmitted", s.transmitted},
+          {"dropped", s.dropped()}, {"drops", drops_json(s.drops)}};
+}
+
+nlohmann::json queue_json(const QueueCounters& q) {
+  return {{"rx_packets", q.rx_packets}, {"rx_bytes", q.rx_bytes}, {"rx_nombuf", q.rx_nombuf},
+          {"rx_errors", q.rx_errors},   {"tx_packets", q.tx_packets}, {"tx_bytes", q.tx_bytes},
+          {"tx_errors", q.tx_errors}};
+}
+
+}  // namespace
+
+bool is_port_drop_counter(std::string_view name) noexcept {
+  for (std::string_view k : {"drop", "overflow", "error", "truncated", "too_long", "oversize", "nombuf",
+                             "refill_failed", "refused", "ring_full", "invalid"})
+    if (name.find(k) != std::string_view::npos) return true;
+  return false;
+}
+
+nlohmann::json stats_document(const Pipeline& pipeline, std::string_view name) {
+  const PipelineSnapshot snap = pipeline.snapshot();
+  const Accounting acc = pipeline.accounting();
+  nlohmann::json doc;
+  doc["pid"] = static_cast<int>(getpid());
+  doc["name"] = std::string(name);
+  doc["time_ns"] = snap.time_ns;
+  doc["running"] = snap.running;
+  doc["total"] = lcore_json(snap.total);
+  doc["lcores"] = nlohmann::json::array();
+  for (const auto& l : snap.lcores) doc["lcores"].push_back(lcore_json(l));
+
+  doc["endpoints"] = nlohmann::json::array();
+  for (std::uint16_t e = 0; e < pipeline.endpoint_count(); ++e)
+    doc["endpoints"].push_back({{"name", pipeline.endpoint_name(e)},
+                                {"delivered", e < snap.delivered_per_endpoint.size() ? snap.delivered_per_endpoint[e] : 0}});
+
+  nlohmann::json port_drops = nlohmann::json::object();
+  std::uint64_t port_drop_total = 0;
+  doc["ports"] = nlohmann::json::array();
+  for (std::uint16_t p = 0; p < pipeline.port_count(); ++p) {
+    const Port& port = pipeline.port(p);
+    const PortStats ps = port.stats();
+    nlohmann::json pj;
+    pj["name"] = pipeline.port_name(p);
+    pj["pmd"] = std::string(port.pmd_name());
+    pj["path_report"] = port.path_report();
+    pj["transmitted"] = p < snap.transmitted_per_port.size() ? snap.transmitted_per_port[p] : 0;
+    pj["rx_queues"] = nlohmann::json::array();
+    pj["tx_queues"] = nlohmann::json::array();
+    nlohmann::json pd = nlohmann::json::object();
+    std::uint64_t nombuf = 0, errors = 0;
+    for (const auto& q : ps.rx_queues) {
+      pj["rx_queues"].push_back(queue_json(q));
+      nombuf += q.rx_nombuf;
+      errors += q.rx_errors;
+    }
+    for (const auto& q : ps.tx_queues) pj["tx_queues"].push_back(queue_json(q));
+    pj["extended"] = ps.extended;
+    // Pool exhaustion seen by the driver and device errors: lost before the pipeline counted rx.
+    if (nombuf) pd["pool_exhausted (rx_nombuf)"] = nombuf;
+    if (errors) pd["device_errors (rx_errors)"] = errors;
+    port_drop_total += nombuf + errors;
+    for (const auto& [k, v] : ps.extended)
+      if (v && is_port_drop_counter(k)) pd[k] = v;  // driver-specific; not added to the total (may overlap)
+    if (!pd.empty()) port_drops[pipeline.port_name(p)] = pd;
+    doc["ports"].push_back(std::move(pj));
+  }
+
+  doc["pools"] = nlohmann::json::array();
+  for (const auto& pool : acc.pools)
+    doc["pools"].push_back({{"name", pool.name}, {"count", pool.count}, {"outstanding", pool.outstanding}});
+
+  // The drop tree: before the pipeline (ports) and inside it (by reason, grouped by stage).
+  nlohmann::json tree;
+  nlohmann::json stages = nlohmann::json::object();
+  for (std::size_t r = 1; r < kDropReasonCount; ++r) {
+    if (!snap.total.drops[r]) continue;
+    const auto reason = static_cast<DropReason>(r);
+    std::string stage = reason == DropReason::kNoMatch                                       ? "classify"
+                        : reason == DropReason::kFilterDrop || reason == DropReason::kFilterInvalidVerdict ? "filter"
+                        : reason == DropReason::kEndpointRingFull || reason == DropReason::kEndpointOffloadOff
+                            ? "endpoint"
+                        : reason == DropReason::kTxFailed || reason == DropReason::kNotForUs ? "transmit"
+                                                                                             : "parse";
+    stages[stage][std::string(kDropReasonNames[r])] = snap.total.drops[r];
+  }
+  tree["pipeline_total"] = snap.total.dropped();
+  tree["pipeline"] = stages;
+  tree["port_total"] = port_drop_total;
+  tree["port"] = port_drops;
+  doc["drops"] = tree;
+  return doc;
+}
+
+Status StatsPublisher::start(const Pipeline& pipeline, std::string_view name, std::chrono::milliseconds interval) {
+  auto w = ShmStatsWriter::create(name);
+  if (!w) return Status::error(w.message());
+  writer_ = std::move(w).value();
+  pipeline_ = &pipeline;
+  name_ = std::string(name);
+  interval_ = interval;
+  stopping_ = false;
+  publish_now();
+  thread_ = std::thread([this] { run(); });
+  return Status::ok();
+}
+
+void StatsPublisher::publish_now() {
+  std::lock_guard lock(mu_);
+  if (!pipeline_) return;
+  const std::string text = stats_document(*pipeline_, name_).dump();
+  if (!writer_.publish(text))
+    (void)writer_.publish(R"({"error":"the stats document exceeds the segment's capacity"})");
+}
+
+void StatsPublisher::run() {
+  std::unique_lock lock(mu_);
+  while (!cv_.wait_for(lock, interval_, [this] { return stopping_; })) {
+    lock.unlock();
+    publish_now();
+    lock.lock();
+  }
+}
+
+void StatsPublisher::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (!pipeline_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard lock(mu_);
+  pipeline_ = nullptr;
+  writer_ = ShmStatsWriter();
+}
+
+}  // namespace rawpipe::ops

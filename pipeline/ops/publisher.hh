@@ -1,0 +1,57 @@
+// The stats document of a pipeline and the thread that publishes it into the stats segment.
+//
+// The publisher runs on its own control thread and only calls Pipeline::snapshot(),
+// accounting() and Port::stats()/path_report() (all safe while lcores run); the lcores are not
+// touched. The document is JSON (schema in docs/operations.md) so readers need no layout header.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "pipeline/engine/pipeline.hh"
+#include "pipeline/ops/shm_stats.hh"
+
+namespace rawpipe::ops {
+
+// True for a port extended counter that counts frames lost before the pipeline saw them
+// (kernel/NIC drops, ring overflows, device errors), by naming convention of the drivers.
+bool is_port_drop_counter(std::string_view name) noexcept;
+
+// Everything `rawpipe stat` shows: lcores, endpoints, ports and queues (with path report and
+// extended counters), pools, and the drop tree ("drops": {"total", "port": {...}, "pipeline": {...}}).
+nlohmann::json stats_document(const Pipeline& pipeline, std::string_view name);
+
+class StatsPublisher {
+ public:
+  StatsPublisher() = default;
+  StatsPublisher(const StatsPublisher&) = delete;
+  StatsPublisher& operator=(const StatsPublisher&) = delete;
+  ~StatsPublisher() { stop(); }
+
+  // Creates the segment and publishes once before returning, then once per interval.
+  Status start(const Pipeline& pipeline, std::string_view name, std::chrono::milliseconds interval);
+  // Publishes a final document (running = false if the pipeline stopped) and removes the segment.
+  void stop();
+  // Publishes now (used before stop so the last figures reach readers).
+  void publish_now();
+  const std::string& path() const noexcept { return writer_.path(); }
+
+ private:
+  void run();
+  const Pipeline* pipeline_ = nullptr;
+  std::string name_;
+  std::chrono::milliseconds interval_{1000};
+  ShmStatsWriter writer_;
+  std::mutex mu_;  // control threads only: guards stopping_ and serialises publishes
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace rawpipe::ops

@@ -1,0 +1,204 @@
+#include "pipeline/ops/shm_stats.hh"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+namespace rawpipe::ops {
+namespace {
+
+constexpr std::size_t kWords = kShmStatsCapacity / 8;
+
+std::atomic<std::uint64_t>* words(ShmStatsHeader* h) noexcept {
+  return reinterpret_cast<std::atomic<std::uint64_t>*>(h + 1);
+}
+const std::atomic<std::uint64_t>* words(const ShmStatsHeader* h) noexcept {
+  return reinterpret_cast<const std::atomic<std::uint64_t>*>(h + 1);
+}
+
+bool valid_name(std::string_view name) {
+  if (name.empty() || name.size() >= sizeof(ShmStatsHeader::name)) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+           c == '.';
+  });
+}
+
+}  // namespace
+
+std::string shm_stats_path(int pid) { return fmt::format("/dev/shm/rawpipe.{}", pid); }
+std::string shm_stats_name_link(std::string_view name) { return fmt::format("/dev/shm/rawpipe-name.{}", name); }
+
+Result<ShmStatsWriter> ShmStatsWriter::create(std::string_view name) {
+  if (!valid_name(name))
+    return Status::errorf("stats segment name '{}' must be 1-63 characters of letters, digits, '_', '-', '.'", name);
+  const int pid = static_cast<int>(getpid());
+  ShmStatsWriter w;
+  w.path_ = shm_stats_path(pid);
+  const std::string shm_name = fmt::format("/rawpipe.{}", pid);
+  shm_unlink(shm_name.c_str());  // a stale segment of a dead process that had our pid
+  int fd = shm_open(shm_name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  if (fd < 0)
+    return Status::errorf("cannot create the stats segment {}: {} (is /dev/shm mounted and writable?)", w.path_,
+                          std::strerror(errno));
+  // shm_open honours the umask; the counters are not for other users whatever it is.
+  (void)fchmod(fd, 0600);
+  w.map_size_ = sizeof(ShmStatsHeader) + kShmStatsCapacity;
+  if (ftruncate(fd, static_cast<off_t>(w.map_size_)) != 0) {
+    int e = errno;
+    close(fd);
+    shm_unlink(shm_name.c_str());
+    return Status::errorf("cannot size the stats segment {}: {}", w.path_, std::strerror(e));
+  }
+  void* p = mmap(nullptr, w.map_size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    shm_unlink(shm_name.c_str());
+    return Status::errorf("cannot map the stats segment {}: {}", w.path_, std::strerror(errno));
+  }
+  auto* h = new (p) ShmStatsHeader{};
+  h->version = kShmStatsVersion;
+  h->pid = static_cast<std::uint32_t>(pid);
+  std::memcpy(h->name, name.data(), name.size());
+  h->capacity = kShmStatsCapacity;
+  // Readers check the magic last-written field: a half-initialised header is not taken as valid.
+  std::atomic_thread_fence(std::memory_order_release);
+  h->magic = kShmStatsMagic;
+  w.header_ = h;
+  w.link_ = shm_stats_name_link(name);
+  unlink(w.link_.c_str());  // the name now belongs to this process
+  if (symlink(fmt::format("rawpipe.{}", pid).c_str(), w.link_.c_str()) != 0) w.link_.clear();
+  return w;
+}
+
+ShmStatsWriter::ShmStatsWriter(ShmStatsWriter&& o) noexcept { *this = std::move(o); }
+
+ShmStatsWriter& ShmStatsWriter::operator=(ShmStatsWriter&& o) noexcept {
+  if (this != &o) {
+    release();
+    header_ = std::exchange(o.header_, nullptr);
+    map_size_ = std::exchange(o.map_size_, 0);
+    path_ = std::move(o.path_);
+    link_ = std::move(o.link_);
+    o.path_.clear();
+    o.link_.clear();
+  }
+  return *this;
+}
+
+ShmStatsWriter::~ShmStatsWriter() { release(); }
+
+void ShmStatsWriter::release() noexcept {
+  if (!header_) return;
+  // Remove the link only if it still points at our segment (a newer process may have taken the name).
+  if (!link_.empty()) {
+    char target[64] = {};
+    ssize_t n = readlink(link_.c_str(), target, sizeof target - 1);
+    if (n > 0 && fmt::format("/dev/shm/{}", std::string_view(target, static_cast<std::size_t>(n))) == path_)
+      unlink(link_.c_str());
+  }
+  shm_unlink(fmt::format("/rawpipe.{}", header_->pid).c_str());
+  munmap(header_, map_size_);
+  header_ = nullptr;
+}
+
+bool ShmStatsWriter::publish(std::string_view document) noexcept {
+  if (!header_ || document.size() > kShmStatsCapacity) return false;
+  const std::uint64_t s = header_->seq.load(std::memory_order_relaxed);
+  header_->seq.store(s + 1, std::memory_order_relaxed);
+  // Pairs with the reader's acquire fence: a reader that sees any word below also sees seq odd.
+  std::atomic_thread_fence(std::memory_order_release);
+  auto* w = words(header_);
+  const std::size_t n = document.size();
+  for (std::size_t i = 0; i < n; i += 8) {
+    std::uint64_t v = 0;
+    std::memcpy(&v, document.data() + i, std::min<std::size_t>(8, n - i));
+    w[i / 8].store(v, std::memory_order_relaxed);
+  }
+  header_->length.store(n, std::memory_order_relaxed);
+  header_->publishes.fetch_add(1, std::memory_order_relaxed);
+  // Release pairs with the reader's acquire load of seq: seen even => the words are complete.
+  header_->seq.store(s + 2, std::memory_order_release);
+  return true;
+}
+
+Result<ShmStatsReader> ShmStatsReader::open(std::string_view target) {
+  const bool is_pid = !target.empty() && std::all_of(target.begin(), target.end(), [](char c) { return c >= '0' && c <= '9'; });
+  std::string path;
+  if (is_pid) {
+    path = shm_stats_path(std::stoi(std::string(target)));
+  } else {
+    if (!valid_name(target)) return Status::errorf("'{}' is neither a pid nor a pipeline name", target);
+    path = shm_stats_name_link(target);
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Status::errorf("no stats segment {} ({}): is a rawpipe pipeline running as {} under your user?", path,
+                          std::strerror(errno), target);
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < sizeof(ShmStatsHeader) + kShmStatsCapacity) {
+    close(fd);
+    return Status::errorf("{} is not a rawpipe stats segment (wrong size)", path);
+  }
+  ShmStatsReader r;
+  r.map_size_ = static_cast<std::size_t>(st.st_size);
+  void* p = mmap(nullptr, r.map_size_, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return Status::errorf("cannot map {}: {}", path, std::strerror(errno));
+  r.header_ = static_cast<const ShmStatsHeader*>(p);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (r.header_->magic != kShmStatsMagic || r.header_->version != kShmStatsVersion)
+    return Status::errorf("{} is not a rawpipe stats segment of version {} (another rawpipe build?)", path,
+                          kShmStatsVersion);
+  return r;
+}
+
+ShmStatsReader::ShmStatsReader(ShmStatsReader&& o) noexcept { *this = std::move(o); }
+
+ShmStatsReader& ShmStatsReader::operator=(ShmStatsReader&& o) noexcept {
+  if (this != &o) {
+    if (header_) munmap(const_cast<ShmStatsHeader*>(header_), map_size_);
+    header_ = std::exchange(o.header_, nullptr);
+    map_size_ = std::exchange(o.map_size_, 0);
+  }
+  return *this;
+}
+
+ShmStatsReader::~ShmStatsReader() {
+  if (header_) munmap(const_cast<ShmStatsHeader*>(header_), map_size_);
+}
+
+std::string ShmStatsReader::name() const {
+  if (!header_) return {};
+  return std::string(header_->name, strnlen(header_->name, sizeof header_->name));
+}
+
+Result<std::string> ShmStatsReader::read() const {
+  std::string out;
+  for (int attempt = 0; attempt < 10000; ++attempt) {
+    const std::uint64_t s1 = header_->seq.load(std::memory_order_acquire);
+    if (s1 & 1) {
+      std::this_thread::yield();
+      continue;
+    }
+    const std::size_t n = std::min<std::uint64_t>(header_->length.load(std::memory_order_relaxed), kShmStatsCapacity);
+    out.resize(n);
+    const auto* w = words(header_);
+    for (std::size_t i = 0; i < n; i += 8) {
+      const std::uint64_t v = w[i / 8].load(std::memory_order_relaxed);
+      std::memcpy(out.data() + i, &v, std::min<std::size_t>(8, n - i));
+    }
+    // Pairs with the writer's release fence after it made seq odd.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (header_->seq.load(std::memory_order_relaxed) == s1) return out;
+  }
+  return Status::error("the stats segment kept changing while being read; try again");
+}
+
+}  // namespace rawpipe::ops
