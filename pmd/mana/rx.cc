@@ -120,8 +120,25 @@ std::uint16_t rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
           stopped = true;
           break;
         }
+        if (!q.posted()) [[unlikely]] {
+          // More packets than posted WQEs (refill found the pool empty, or a corrupt CQE):
+          // handing out a slot again would give one buffer to two owners.
+          ++bad;
+          break;
+        }
         Mbuf* m = q.bufs[q.rq.tail & q.bufs_mask];
         ++q.rq.tail;
+        if (len > m->buf_len - m->data_off) [[unlikely]] {
+          // Longer than the SGE we posted: the NIC cannot have written it, so the length is
+          // corrupt; never hand out bytes past the buffer.
+          ++truncated;
+          dead[ndead++] = m;
+          if (ndead == kMaxBurst) {
+            mbuf_free_bulk(dead, ndead);
+            ndead = 0;
+          }
+          continue;
+        }
         m->data_len = len;
         m->port = q.port_id;
         m->queue = q.queue_id;
