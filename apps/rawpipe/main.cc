@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include "apps/rawpipe/commands.hh"
+#include "apps/rawpipe/stat.hh"
 #include "rawpipe_config.h"
 #ifdef RAWPIPE_HAVE_DISSECT
 #include <iostream>
@@ -31,6 +32,13 @@ int main(int argc, char** argv) {
 
   CLI::App* list_cmd = cli.add_subcommand("list-pmds", "List the poll-mode drivers built into this binary");
 
+  StatOptions stat;
+  CLI::App* stat_cmd = cli.add_subcommand("stat", "Show the live counters of a running pipeline (by pid or config name)");
+  stat_cmd->add_option("target", stat.target, "pid or name (the config file's stem); default: the only one running");
+  stat_cmd->add_flag("--once", stat.once, "Print once and exit");
+  stat_cmd->add_flag("--json", stat.json, "Print the stats document as JSON and exit");
+  stat_cmd->add_flag("--drops", stat.drops, "Show only the drop attribution tree");
+
 #ifdef RAWPIPE_HAVE_DISSECT
   std::string pcap_file;
   CLI::App* dissect_cmd = cli.add_subcommand("dissect", "Print every frame of a pcap file layer by layer");
@@ -45,6 +53,7 @@ int main(int argc, char** argv) {
   }
   if (*check_cmd) return check_command(check_config);
   if (*list_cmd) return list_pmds_command();
+  if (*stat_cmd) return stat_command(stat);
 #ifdef RAWPIPE_HAVE_DISSECT
   if (*dissect_cmd) return rawpipe::run_dissect(pcap_file, std::cout);
 #endif

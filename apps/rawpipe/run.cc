@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -14,6 +15,7 @@
 #include "apps/rawpipe/commands.hh"
 #include "apps/rawpipe/consumer.hh"
 #include "apps/rawpipe/report.hh"
+#include "pipeline/ops/publisher.hh"
 
 namespace rawpipe::app {
 namespace {
@@ -103,6 +105,14 @@ int run_command(const RunOptions& options) {
     return 1;
   }
 
+  // Counters for `rawpipe stat`, published off the lcores; a pipeline runs without them if /dev/shm fails.
+  ops::StatsPublisher publisher;
+  const std::string stats_name = std::filesystem::path(options.config).stem().string();
+  if (Status s = publisher.start(*pipeline, stats_name, std::chrono::milliseconds(
+                                     std::max<long>(100, static_cast<long>(plan.stats_interval_s * 1000))));
+      !s)
+    fmt::print(stderr, "rawpipe: live stats unavailable: {}\n", s.message());
+
   using Clock = std::chrono::steady_clock;
   const PipelineSnapshot first = pipeline->snapshot();
   LiveStats live(first);
@@ -128,6 +138,8 @@ int run_command(const RunOptions& options) {
   consumer.stop();
   Status stopped = pipeline->stop();
   if (!stopped) fmt::print(stderr, "rawpipe: stopping: {}\n", stopped.message());
+  publisher.publish_now();  // the final figures, running = false
+  publisher.stop();
 
   RunSummary summary;
   summary.config = options.config;

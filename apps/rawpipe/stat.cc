@@ -1,0 +1,131 @@
+#include "apps/rawpipe/stat.hh"
+
+#include <dirent.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "apps/rawpipe/report.hh"
+#include "pipeline/ops/shm_stats.hh"
+
+namespace rawpipe::app {
+namespace {
+
+std::vector<std::string> running_segments() {
+  std::vector<std::string> pids;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d)) {
+      std::string_view n = e->d_name;
+      if (n.starts_with("rawpipe.")) pids.emplace_back(n.substr(8));
+    }
+    closedir(d);
+  }
+  return pids;
+}
+
+std::uint64_t u(const nlohmann::json& j, const char* key) { return j.contains(key) ? j[key].get<std::uint64_t>() : 0; }
+
+void print_drops(const nlohmann::json& doc) {
+  const auto& d = doc["drops"];
+  fmt::print("drops\n  before the pipeline (ports): {}\n", u(d, "port_total"));
+  for (const auto& [port, counters] : d["port"].items()) {
+    fmt::print("    {}\n", port);
+    for (const auto& [k, v] : counters.items()) fmt::print("      {:<32} {}\n", k, v.get<std::uint64_t>());
+  }
+  fmt::print("  inside the pipeline: {}\n", u(d, "pipeline_total"));
+  for (const auto& [stage, reasons] : d["pipeline"].items()) {
+    fmt::print("    {}\n", stage);
+    for (const auto& [k, v] : reasons.items()) fmt::print("      {:<32} {}\n", k, v.get<std::uint64_t>());
+  }
+}
+
+void print_view(const nlohmann::json& doc, const nlohmann::json* prev, bool drops_only) {
+  if (drops_only) return print_drops(doc);
+  double dt = prev ? double(u(doc, "time_ns") - u(*prev, "time_ns")) / 1e9 : 0;
+  auto rate = [&](const nlohmann::json& now, const nlohmann::json* before, const char* key) {
+    if (!before || dt <= 0) return std::string("-");
+    return format_rate(double(u(now, key) - u(*before, key)) / dt);
+  };
+  fmt::print("rawpipe {} (pid {}) {}\n", doc["name"].get<std::string>(), u(doc, "pid"),
+             doc["running"].get<bool>() ? "running" : "stopped");
+  fmt::print("{:<10} {:>14} {:>12} {:>14} {:>12} {:>12}\n", "lcore", "rx", "rx/s", "delivered", "tx", "dropped");
+  for (std::size_t i = 0; i < doc["lcores"].size(); ++i) {
+    const auto& l = doc["lcores"][i];
+    const nlohmann::json* p = prev && i < (*prev)["lcores"].size() ? &(*prev)["lcores"][i] : nullptr;
+    fmt::print("{:<10} {:>14} {:>12} {:>14} {:>12} {:>12}\n", fmt::format("lcore{}", u(l, "id")), u(l, "rx_packets"),
+               rate(l, p, "rx_packets"), u(l, "delivered"), u(l, "transmitted"), u(l, "dropped"));
+  }
+  const auto& t = doc["total"];
+  fmt::print("{:<10} {:>14} {:>12} {:>14} {:>12} {:>12}\n", "total", u(t, "rx_packets"),
+             rate(t, prev ? &(*prev)["total"] : nullptr, "rx_packets"), u(t, "delivered"), u(t, "transmitted"),
+             u(t, "dropped"));
+  fmt::print("endpoints\n");
+  for (const auto& e : doc["endpoints"]) fmt::print("  {:<20} {:>14}\n", e["name"].get<std::string>(), u(e, "delivered"));
+  fmt::print("ports\n");
+  for (const auto& p : doc["ports"]) {
+    fmt::print("  {} ({})\n", p["name"].get<std::string>(), p["pmd"].get<std::string>());
+    fmt::print("{}", p["path_report"].get<std::string>());
+    for (std::size_t q = 0; q < p["rx_queues"].size(); ++q) {
+      const auto& c = p["rx_queues"][q];
+      fmt::print("    rxq{} packets {} nombuf {} errors {}\n", q, u(c, "rx_packets"), u(c, "rx_nombuf"), u(c, "rx_errors"));
+    }
+  }
+  fmt::print("pools\n");
+  for (const auto& p : doc["pools"])
+    fmt::print("  {:<20} {}/{} outstanding\n", p["name"].get<std::string>(), u(p, "outstanding"), u(p, "count"));
+  print_drops(doc);
+}
+
+}  // namespace
+
+int stat_command(const StatOptions& options) {
+  std::string target = options.target;
+  if (target.empty()) {
+    auto pids = running_segments();
+    if (pids.size() != 1) {
+      fmt::print(stderr, "rawpipe stat: {} running pipelines found in /dev/shm; name one by pid or name\n", pids.size());
+      return 1;
+    }
+    target = pids[0];
+  }
+  auto reader = ops::ShmStatsReader::open(target);
+  if (!reader) {
+    fmt::print(stderr, "rawpipe stat: {}\n", reader.message());
+    return 1;
+  }
+  nlohmann::json prev;
+  bool have_prev = false;
+  for (;;) {
+    auto text = reader->read();
+    if (!text) {
+      fmt::print(stderr, "rawpipe stat: {}\n", text.message());
+      return 1;
+    }
+    if (text->empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
+    if (doc.is_discarded() || doc.contains("error")) {
+      fmt::print(stderr, "rawpipe stat: the segment holds no valid stats document\n");
+      return 1;
+    }
+    if (options.json) {
+      fmt::print("{}\n", options.drops ? doc["drops"].dump(2) : doc.dump(2));
+    } else {
+      if (!options.once) fmt::print("\x1b[H\x1b[2J");  // top-style: redraw in place
+      print_view(doc, have_prev ? &prev : nullptr, options.drops);
+    }
+    std::fflush(stdout);
+    if (options.once || options.json || !doc["running"].get<bool>()) return 0;
+    prev = std::move(doc);
+    have_prev = true;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+}  // namespace rawpipe::app
