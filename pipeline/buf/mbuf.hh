@@ -41,6 +41,14 @@ inline constexpr std::uint16_t kTimestamp = 1u << 12;    // (rx) timestamp_ns is
 inline constexpr std::uint16_t kBroadcast = 1u << 13;    // destination MAC is broadcast
 }  // namespace pkt_flag
 
+// Transmit requests (Mbuf::tx_flags), set by whoever hands the packet to tx_burst. Checksum
+// requests need valid parse results (l3_type, l3_off, l4_off, l4_proto).
+namespace tx_flag {
+inline constexpr std::uint16_t kL3Csum = 1u << 0;  // the port fills the IPv4 header checksum
+inline constexpr std::uint16_t kL4Csum = 1u << 1;  // the port fills the UDP/TCP checksum
+inline constexpr std::uint16_t kDummy = 1u << 2;   // VMA_SND_FLAGS_DUMMY: post a send the NIC drops (keeps the path warm)
+}  // namespace tx_flag
+
 struct alignas(kCacheLine) Mbuf {
   // ---- cache line 0: receive and parse ----
   Pool* pool;               // (pool) owning pool, never changes

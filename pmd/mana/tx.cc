@@ -168,10 +168,10 @@ std::uint16_t tx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
     std::uint32_t flags = tx_oob::kPktFmtShort;
     std::uint32_t trans_off = 0;
     if (m->tx_flags) [[unlikely]] {
-      if ((m->tx_flags & tx_request::kIpv4Csum) && m->l3_type == L3Type::kIpv4)
+      if ((m->tx_flags & tx_flag::kL3Csum) && m->l3_type == L3Type::kIpv4)
         flags |= tx_oob::kOuterIpv4 | tx_oob::kCompIpHdrCsum;
       std::uint16_t phdr;
-      if ((m->tx_flags & tx_request::kL4Csum) && pseudo_header_sum(*m, phdr)) {
+      if ((m->tx_flags & tx_flag::kL4Csum) && pseudo_header_sum(*m, phdr)) {
         flags |= m->l3_type == L3Type::kIpv4 ? tx_oob::kOuterIpv4 : tx_oob::kOuterIpv6;
         std::uint8_t* l4 = m->data() + m->l4_off;
         const unsigned field = m->l4_proto == kProtoUdp ? 6 : 16;

@@ -19,13 +19,6 @@
 
 namespace rawpipe::mana {
 
-// Transmit requests read from Mbuf::tx_flags. Parse results (l3_type, l3_off, l4_off, l4_proto)
-// must be valid when a checksum is requested.
-namespace tx_request {
-inline constexpr std::uint16_t kIpv4Csum = 1u << 0;  // compute the IPv4 header checksum
-inline constexpr std::uint16_t kL4Csum = 1u << 1;    // compute the UDP or TCP checksum
-}  // namespace tx_request
-
 struct TxCounters {
   std::atomic<std::uint64_t> packets{0};   // WQEs the NIC completed without error
   std::atomic<std::uint64_t> bytes{0};

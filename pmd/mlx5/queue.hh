@@ -147,12 +147,4 @@ struct alignas(kCacheLine) TxQueue {
   SyndromeCounters syndromes;
 };
 
-// Transmit requests in Mbuf::tx_flags that this PMD honours (same bit values as the mana PMD's
-// tx_request; they belong in pipeline/buf/mbuf.hh once the pipeline defines them).
-namespace tx_flag {
-inline constexpr std::uint16_t kL3Csum = 1u << 0;  // ask the NIC to fill the IPv4 header checksum
-inline constexpr std::uint16_t kL4Csum = 1u << 1;  // ask the NIC to fill the UDP/TCP checksum
-inline constexpr std::uint16_t kDummy = 1u << 2;   // VMA_SND_FLAGS_DUMMY: post a NOP WQE the NIC drops
-}  // namespace tx_flag
-
 }  // namespace rawpipe::mlx5

@@ -315,7 +315,7 @@ TEST(ManaDatapath, TxChecksumOffloadPrefillsThePseudoHeader) {
     std::uint8_t* l4 = m->data() + m->l4_off;
     l4[m->l4_proto == 17 ? 6 : 16] ^= 0x5a;
     if (m->l3_type == L3Type::kIpv4) m->data()[m->l3_off + 10] ^= 0x33;
-    m->tx_flags = tx_request::kIpv4Csum | tx_request::kL4Csum;
+    m->tx_flags = tx_flag::kL3Csum | tx_flag::kL4Csum;
   }
   ASSERT_EQ(h.tx_burst(pkts, 3), 3);
   EXPECT_EQ(h.tx.counters.csum_offloaded.load(), 3u);
