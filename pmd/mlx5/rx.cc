@@ -1,5 +1,6 @@
 #include "pmd/mlx5/rx.hh"
 
+#include <algorithm>
 #include <cstring>
 
 #include "pipeline/buf/pool.hh"
@@ -61,6 +62,13 @@ RAWPIPE_ALWAYS_INLINE std::uint32_t cqe_flow_tag(RxQueue& q, const Cqe64* c, std
 
 RAWPIPE_ALWAYS_INLINE void fill(RxQueue& q, Mbuf* m, std::uint32_t len, std::uint32_t hash, std::uint16_t flags,
                                 std::uint32_t tag, std::uint16_t vlan) noexcept {
+  // A length beyond the buffer cannot come from the NIC (it writes at most data_room): a corrupt
+  // CQE. Never hand out bytes past the buffer; the frame goes on cut, counted as an rx error.
+  const std::uint32_t room = m->buf_len - m->data_off;
+  if (len > room) [[unlikely]] {
+    len = room;
+    count_add(q.stats.rx_errors);
+  }
   m->data_len = len;
   m->port = q.port_id;
   m->queue = q.queue_id;
@@ -148,7 +156,8 @@ void rx_reset(RxQueue& q, RxMode mode) noexcept {
       count_add(q.syndromes.count[reinterpret_cast<ErrCqe*>(c)->syndrome]);
       ++ci;
     } else if (cqe_format(static_cast<std::uint8_t>(op)) == kCqeFormatCompressed) {
-      const std::uint32_t total = be32(c->byte_cnt);
+      // A corrupt title (0 or more minis than the CQ holds) must not stall or lap the walk.
+      const std::uint32_t total = std::clamp<std::uint32_t>(be32(c->byte_cnt), 1, q.cq.cqe_cnt);
       for (std::uint32_t i = 0; i < total; ++i) invalidate(cqe_at(q.cq, ci + i));
       count_add(q.stats.rx_errors, total);
       ci += total;
