@@ -240,8 +240,18 @@ std::uint16_t rx_burst_cyclic(void* queue, Mbuf** pkts, std::uint16_t n) noexcep
     }
     if constexpr (kZip) {
       if (cqe_format(static_cast<std::uint8_t>(op)) == kCqeFormatCompressed) {
+        const std::uint32_t minis = be32(cqe->byte_cnt);
+        if (RAWPIPE_UNLIKELY(minis == 0 || minis > (1u << q.cq_log))) {
+          // A title announcing no mini-CQEs, or more than the CQ holds, cannot come from a working
+          // device; without this the poll would spin on the same title forever. Treat it as an
+          // error CQE: counted, and the queue resets.
+          count_add(q.stats.rx_errors);
+          q.needs_reset = true;
+          ++ci;
+          break;
+        }
         auto& z = q.zip;
-        z.total = z.left = be32(cqe->byte_cnt);
+        z.total = z.left = minis;
         z.next = 0;
         z.title_ci = ci;
         z.flags = cqe_flags(cqe);
