@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "pipeline/buf/pool.hh"
+#include "pmd/mlx5/cq.hh"
 #include "pmd/mlx5/hw.hh"
 
 namespace rawpipe::mlx5 {
@@ -11,29 +12,6 @@ namespace {
 
 using rdma::HwDoorbell;
 using rdma::ModelDoorbell;
-
-template <class Db>
-RAWPIPE_ALWAYS_INLINE Db doorbell(const RxQueue& q) noexcept {
-  if constexpr (Db::kModel)
-    return Db{q.sink};
-  else
-    return Db{};
-}
-
-RAWPIPE_ALWAYS_INLINE Cqe64* cqe_at(const CqRing& cq, std::uint32_t ci) noexcept {
-  return reinterpret_cast<Cqe64*>(cq.buf + std::size_t(ci & (cq.cqe_cnt - 1)) * kCqeSize);
-}
-
-// op_own of the CQE at `ci` when software owns it, else -1: the opcode is not INVALID and the
-// owner bit equals the pass parity of ci.
-RAWPIPE_ALWAYS_INLINE int owned(Cqe64* cqe, std::uint32_t ci, std::uint32_t log) noexcept {
-  // A-CQE: pairs with the device's release store of op_own (R-CQE in model/device.cc; DMA order on
-  // a NIC). Every other CQE field is read after this load; on x86-64 it is the load barrier
-  // rdma-core's udma_from_device_barrier stands for.
-  const std::uint8_t op = std::atomic_ref<std::uint8_t>(cqe->op_own).load(std::memory_order_acquire);
-  if (cqe_opcode(op) == kCqeInvalid || (op & 1u) != ((ci >> log) & 1u)) return -1;
-  return op;
-}
 
 RAWPIPE_ALWAYS_INLINE void invalidate(Cqe64* cqe) noexcept {
   // Relaxed: the device rewrites this slot only after the CQ doorbell record (a release) passes it.

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "pipeline/buf/pool.hh"
+#include "pmd/mlx5/cq.hh"
 #include "pmd/mlx5/hw.hh"
 
 namespace rawpipe::mlx5 {
@@ -10,25 +11,6 @@ namespace {
 
 using rdma::HwDoorbell;
 using rdma::ModelDoorbell;
-
-template <class Db>
-RAWPIPE_ALWAYS_INLINE Db doorbell(const TxQueue& q) noexcept {
-  if constexpr (Db::kModel)
-    return Db{q.sink};
-  else
-    return Db{};
-}
-
-RAWPIPE_ALWAYS_INLINE Cqe64* cqe_at(const CqRing& cq, std::uint32_t ci) noexcept {
-  return reinterpret_cast<Cqe64*>(cq.buf + std::size_t(ci & (cq.cqe_cnt - 1)) * kCqeSize);
-}
-
-RAWPIPE_ALWAYS_INLINE int owned(Cqe64* cqe, std::uint32_t ci, std::uint32_t log) noexcept {
-  // A-CQE: pairs with the device's release store of op_own (see rx.cc).
-  const std::uint8_t op = std::atomic_ref<std::uint8_t>(cqe->op_own).load(std::memory_order_acquire);
-  if (cqe_opcode(op) == kCqeInvalid || (op & 1u) != ((ci >> log) & 1u)) return -1;
-  return op;
-}
 
 RAWPIPE_ALWAYS_INLINE void write_wqe(SendWqe* w, std::uint32_t pi, std::uint32_t qpn, std::uint32_t lkey,
                                      std::uint16_t inl, bool comp, const Mbuf* m) noexcept {
