@@ -6,6 +6,7 @@
 //   rx/af_xdp          RAWPIPE_BENCH_IFACE, RAWPIPE_BENCH_PORT; optional RAWPIPE_BENCH_ATTACH
 //                      (native/generic/auto), RAWPIPE_BENCH_RING (rx and fill ring size, default
 //                      8192). rx_burst + free, burst 32, like testpmd rxonly.
+//   rx/af_packet       RAWPIPE_BENCH_IFACE: the AF_PACKET port (TPACKET_V3, one copy per frame).
 //   rx/kernel_recvmmsg RAWPIPE_BENCH_PORT: a UDP socket, recvmmsg batches of 32.
 //   gen/udp_sendmmsg   RAWPIPE_BENCH_DST, RAWPIPE_BENCH_PORT, RAWPIPE_BENCH_FLOWS (source ports),
 //                      RAWPIPE_BENCH_SIZE (UDP payload bytes): the generator, also reporting its rate.
@@ -36,12 +37,13 @@ std::string env(const char* name, const char* fallback = "") {
   return v && *v ? v : fallback;
 }
 
-void BM_AfXdpRx(benchmark::State& state) {
+// One kernel-port receiver: rx_burst + free on queue 0 of `pmd` opened on RAWPIPE_BENCH_IFACE.
+void port_rx(benchmark::State& state, const char* pmd, const std::string& driver_keys) {
   const std::string iface = env("RAWPIPE_BENCH_IFACE");
   const int port_no = std::atoi(env("RAWPIPE_BENCH_PORT", "9000").c_str());
   if (iface.empty()) return state.SkipWithError("set RAWPIPE_BENCH_IFACE to the receiving interface");
-  const PmdDriver* drv = find_pmd("af_xdp");
-  if (!drv) return state.SkipWithError("the af_xdp driver is not built");
+  const PmdDriver* drv = find_pmd(pmd);
+  if (!drv) return state.SkipWithError(fmt::format("the {} driver is not built", pmd).c_str());
   PoolConfig pc;
   pc.name = "bench";
   // Deep rings: on a shared 2-core box the receiver gets preempted, and a kernel socket with an
@@ -51,8 +53,7 @@ void BM_AfXdpRx(benchmark::State& state) {
   pc.buf_size = 2048;
   auto pool = Pool::create(pc);
   if (!pool) return state.SkipWithError(pool.message().c_str());
-  auto section = ConfigSection::parse_string(
-      fmt::format("interface = '{}'\nattach = '{}'\n", iface, env("RAWPIPE_BENCH_ATTACH", "auto")), "bench");
+  auto section = ConfigSection::parse_string(fmt::format("interface = '{}'\n{}", iface, driver_keys), "bench");
   auto spec = drv->parse(section.value());
   if (!spec) return state.SkipWithError(spec.message().c_str());
   PortEnv penv;
@@ -79,17 +80,18 @@ void BM_AfXdpRx(benchmark::State& state) {
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(total));
   auto stats = port.value()->stats();
-  state.counters["xsk_rx_dropped"] = static_cast<double>(stats.extended["xsk_rx_dropped"]);
-  state.counters["xsk_rx_fill_ring_empty"] = static_cast<double>(stats.extended["xsk_rx_fill_ring_empty"]);
-  state.counters["xsk_rx_ring_full"] = static_cast<double>(stats.extended["xsk_rx_ring_full"]);
-  state.counters["fill_alloc_failed"] = static_cast<double>(stats.extended["fill_alloc_failed"]);
-  state.counters["rx_wakeups"] = static_cast<double>(stats.extended["rx_wakeups"]);
-  state.counters["native"] = static_cast<double>(stats.extended["xdp_attach_native"]);
+  for (const auto& [name, value] : stats.extended) state.counters[name] = static_cast<double>(value);
   state.SetLabel(port.value()->path_report());
   pool.value()->detach_thread();
   port.value()->stop();
 }
+void BM_AfXdpRx(benchmark::State& state) {
+  port_rx(state, "af_xdp", fmt::format("attach = '{}'\n", env("RAWPIPE_BENCH_ATTACH", "auto")));
+}
 BENCHMARK(BM_AfXdpRx)->Name("rx/af_xdp")->UseRealTime();
+
+void BM_AfPacketRx(benchmark::State& state) { port_rx(state, "af_packet", ""); }
+BENCHMARK(BM_AfPacketRx)->Name("rx/af_packet")->UseRealTime();
 
 void BM_KernelRecvmmsg(benchmark::State& state) {
   const int port_no = std::atoi(env("RAWPIPE_BENCH_PORT", "9000").c_str());
