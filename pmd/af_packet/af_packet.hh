@@ -19,19 +19,10 @@
 #include <string>
 
 #include "pipeline/buf/pool.hh"
+#include "pipeline/stats/counter.hh"
 #include "pmd/port.hh"
 
 namespace rawpipe::af_packet {
-
-// Single-writer counter: the owning lcore adds, the stats thread loads. Relaxed both ways; a
-// statistic carries no data edge.
-inline void count_add(std::uint64_t& counter, std::uint64_t n) noexcept {
-  std::atomic_ref<std::uint64_t> c(counter);
-  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
-inline std::uint64_t count_load(const std::uint64_t& counter) noexcept {
-  return std::atomic_ref<const std::uint64_t>(counter).load(std::memory_order_relaxed);
-}
 
 struct RxQueue {
   int fd = -1;

@@ -15,6 +15,7 @@
 
 #include "pipeline/buf/mbuf.hh"
 #include "pipeline/common/compiler.hh"
+#include "pipeline/stats/counter.hh"
 #include "pmd/port.hh"
 #include "pmd/rdma/doorbell.hh"
 
@@ -50,16 +51,6 @@ struct SqRing {
 struct SyndromeCounters {
   std::array<std::uint64_t, 256> count{};
 };
-
-// Counters are written by the queue's lcore only and read by the stats thread: a relaxed
-// load/store pair on x86-64 is a plain add, and the reader never sees a torn value.
-inline void count_add(std::uint64_t& c, std::uint64_t n = 1) noexcept {
-  std::atomic_ref<std::uint64_t> r(c);
-  r.store(r.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
-inline std::uint64_t count_load(const std::uint64_t& c) noexcept {
-  return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(c)).load(std::memory_order_relaxed);
-}
 
 enum class RxMode : std::uint8_t { kCyclic, kStriding };
 

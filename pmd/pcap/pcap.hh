@@ -19,18 +19,10 @@
 
 #include "pipeline/buf/pool.hh"
 #include "pipeline/capture/writer.hh"
+#include "pipeline/stats/counter.hh"
 #include "pmd/port.hh"
 
 namespace rawpipe::pcap_pmd {
-
-inline void count_add(std::uint64_t& counter, std::uint64_t n) noexcept {
-  // Single writer (the queue's lcore), relaxed readers (stats): a statistic, no data edge.
-  std::atomic_ref<std::uint64_t> c(counter);
-  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
-inline std::uint64_t count_load(const std::uint64_t& counter) noexcept {
-  return std::atomic_ref<const std::uint64_t>(counter).load(std::memory_order_relaxed);
-}
 
 enum class Timing : std::uint8_t { kFast, kRecorded, kRate };
 

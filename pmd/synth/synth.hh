@@ -31,6 +31,7 @@
 #include "pipeline/buf/pool.hh"
 #include "pipeline/wire/checksum.hh"
 #include "pipeline/wire/wire.hh"
+#include "pipeline/stats/counter.hh"
 #include "pmd/port.hh"
 
 namespace rawpipe::synth {
@@ -154,16 +155,6 @@ Result<std::unique_ptr<SynthFrames>> build_frames(const Spec& spec, std::uint32_
 // Flow order and IMIX sequence for the queues, from the seed (deterministic).
 std::vector<std::uint32_t> shuffled_flow_order(const Spec& spec);
 std::vector<std::uint8_t> imix_sequence(const Spec& spec);
-
-// Single-writer counter: the owning lcore adds, the stats thread loads. Relaxed both ways; a
-// statistic carries no data edge.
-inline void count_add(std::uint64_t& counter, std::uint64_t n) noexcept {
-  std::atomic_ref<std::uint64_t> c(counter);
-  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
-inline std::uint64_t count_load(const std::uint64_t& counter) noexcept {
-  return std::atomic_ref<const std::uint64_t>(counter).load(std::memory_order_relaxed);
-}
 
 struct alignas(kFalseSharingRange) RxQueue {
   const SynthFrames* frames = nullptr;
