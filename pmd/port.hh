@@ -22,6 +22,7 @@
 
 #include "pipeline/buf/mbuf.hh"
 #include "pipeline/common/status.hh"
+#include "pipeline/stats/counter.hh"
 
 namespace rawpipe {
 
@@ -65,6 +66,20 @@ struct QueueCounters {
   std::uint64_t tx_bytes = 0;
   std::uint64_t tx_errors = 0;
 };
+
+// A consistent-enough copy of a queue's live counters for stats(): each field is loaded relaxed
+// while the owning lcore keeps counting.
+inline QueueCounters load_counters(const QueueCounters& live) noexcept {
+  QueueCounters c;
+  c.rx_packets = count_load(live.rx_packets);
+  c.rx_bytes = count_load(live.rx_bytes);
+  c.rx_nombuf = count_load(live.rx_nombuf);
+  c.rx_errors = count_load(live.rx_errors);
+  c.tx_packets = count_load(live.tx_packets);
+  c.tx_bytes = count_load(live.tx_bytes);
+  c.tx_errors = count_load(live.tx_errors);
+  return c;
+}
 
 struct PortStats {
   std::vector<QueueCounters> rx_queues;

@@ -322,10 +322,7 @@ PortStats AfPacketPort::stats() const {
     }
   }
   for (const RxQueue& q : rxq_) {
-    QueueCounters c;
-    c.rx_packets = count_load(q.counters.rx_packets);
-    c.rx_bytes = count_load(q.counters.rx_bytes);
-    c.rx_nombuf = count_load(q.counters.rx_nombuf);
+    QueueCounters c = load_counters(q.counters);
     std::uint64_t o = count_load(q.oversize), t = count_load(q.truncated);
     c.rx_errors = o + t;
     oversize += o;
@@ -335,10 +332,7 @@ PortStats AfPacketPort::stats() const {
     s.rx_queues.push_back(c);
   }
   for (const TxQueue& q : txq_) {
-    QueueCounters c;
-    c.tx_packets = count_load(q.counters.tx_packets);
-    c.tx_bytes = count_load(q.counters.tx_bytes);
-    c.tx_errors = count_load(q.counters.tx_errors);
+    QueueCounters c = load_counters(q.counters);
     would_block += count_load(q.would_block);
     s.tx_queues.push_back(c);
   }

@@ -118,17 +118,11 @@ PortCaps PcapPort::caps() const {
 
 PortStats PcapPort::stats() const {
   PortStats s;
-  QueueCounters rx;
-  rx.rx_packets = count_load(rxq_.counters.rx_packets);
-  rx.rx_bytes = count_load(rxq_.counters.rx_bytes);
-  rx.rx_nombuf = count_load(rxq_.counters.rx_nombuf);
+  QueueCounters rx = load_counters(rxq_.counters);
   std::uint64_t oversize = count_load(rxq_.oversize), file_errors = count_load(rxq_.file_errors);
   rx.rx_errors = oversize + file_errors;
   s.rx_queues.push_back(rx);
-  QueueCounters tx;
-  tx.tx_packets = count_load(txq_.counters.tx_packets);
-  tx.tx_bytes = count_load(txq_.counters.tx_bytes);
-  tx.tx_errors = count_load(txq_.counters.tx_errors);
+  QueueCounters tx = load_counters(txq_.counters);
   s.tx_queues.push_back(tx);
   s.extended["rx_file_errors"] = file_errors;
   s.extended["rx_oversize"] = oversize;

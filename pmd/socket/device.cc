@@ -236,17 +236,11 @@ std::string SocketPort::path_report() const {
 
 PortStats SocketPort::stats() const {
   PortStats s;
-  QueueCounters rx;
-  rx.rx_packets = count_load(rxq_.counters.rx_packets);
-  rx.rx_bytes = count_load(rxq_.counters.rx_bytes);
-  rx.rx_nombuf = count_load(rxq_.counters.rx_nombuf);
+  QueueCounters rx = load_counters(rxq_.counters);
   std::uint64_t trunc = count_load(rxq_.truncated), rerr = count_load(rxq_.read_errors);
   rx.rx_errors = trunc + rerr;
   s.rx_queues.push_back(rx);
-  QueueCounters tx;
-  tx.tx_packets = count_load(txq_.counters.tx_packets);
-  tx.tx_bytes = count_load(txq_.counters.tx_bytes);
-  tx.tx_errors = count_load(txq_.counters.tx_errors);
+  QueueCounters tx = load_counters(txq_.counters);
   s.tx_queues.push_back(tx);
   s.extended["rx_truncated"] = trunc;
   s.extended["rx_read_errors"] = rerr;
