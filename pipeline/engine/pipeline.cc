@@ -137,7 +137,7 @@ Status Pipeline::build() {
 
   std::vector<std::uint16_t> rx_queues;
   for (const PortPlan& pp : plan.ports) rx_queues.push_back(pp.rx_queues);
-  filters_ = std::make_unique<FilterStage>(n_ep, rx_queues);
+  filters_ = std::make_unique<FilterStage>(n_ep, rx_queues, plan.lcores.size());
 
   // Endpoints: actions and rules.
   std::vector<TableRule> rules;
@@ -222,6 +222,7 @@ Status Pipeline::build() {
 
   for (std::size_t l = 0; l < plan.lcores.size(); ++l)
     lcores_.push_back(std::make_unique<Lcore>(plan.lcores[l], static_cast<unsigned>(l), n_ep, n_ports));
+  for (auto& lc : lcores_) lc->enable_latency(plan.metrics.latency_sample);
   return Status::ok();
 }
 
@@ -414,6 +415,10 @@ std::optional<std::uint16_t> Pipeline::port_id(std::string_view name) const noex
   for (const PortPlan& p : plan_.ports)
     if (p.name == name) return p.id;
   return std::nullopt;
+}
+
+const StageLatency* Pipeline::lcore_latency(std::size_t lcore) const noexcept {
+  return lcore < lcores_.size() ? lcores_[lcore]->latency() : nullptr;
 }
 
 const Pool* Pipeline::pool(std::string_view name) const noexcept {

@@ -47,6 +47,7 @@ class Classifier;
 class FilterStage;
 class Lcore;
 struct EndpointRings;
+struct StageLatency;
 
 // One lcore's counters at one instant (a consistent-enough copy: each value is exact, the set is
 // not taken atomically).
@@ -139,6 +140,9 @@ class Pipeline {
   // The Extra API's filter stage (pipeline/filter/filter.hh): callbacks may be attached and
   // removed at any time, also while lcores run.
   FilterStage& filters() noexcept { return *filters_; }
+  const FilterStage& filters() const noexcept { return *filters_; }
+  // Lcore `lcore`'s sampled stage latencies (plan order); null when sampling is off.
+  const StageLatency* lcore_latency(std::size_t lcore) const noexcept;
 
   // Name <-> id lookups and access to the parts, for the app and the stats thread.
   std::optional<std::uint16_t> endpoint_id(std::string_view name) const noexcept;

@@ -1,7 +1,10 @@
 #include "pipeline/filter/filter.hh"
 
+#include <dlfcn.h>
+
 #include <cstring>
 
+#include "pipeline/stats/tsc.hh"
 #include "pipeline/wire/wire.hh"
 
 namespace rawpipe {
@@ -46,7 +49,8 @@ void describe_packet(Mbuf* m, rawpipe_packet* out) noexcept {
   out->handle = m;
 }
 
-FilterStage::FilterStage(std::size_t endpoints, const std::vector<std::uint16_t>& rx_queues) {
+FilterStage::FilterStage(std::size_t endpoints, const std::vector<std::uint16_t>& rx_queues, std::size_t lcores)
+    : lcores_(lcores ? lcores : 1) {
   auto s = std::make_unique<FilterSet>();
   s->by_endpoint.resize(endpoints);
   for (std::uint16_t q : rx_queues) s->by_queue.emplace_back(q);
@@ -72,6 +76,7 @@ Status FilterStage::set_endpoint_filter(std::uint16_t endpoint, FilterFn f) {
   if (endpoint >= cur.by_endpoint.size())
     return Status::errorf("endpoint id {} does not exist (there are {})", endpoint, cur.by_endpoint.size());
   auto next = std::make_unique<FilterSet>(cur);
+  attach_counters(f, false, endpoint, 0);
   next->by_endpoint[endpoint] = f;
   publish(std::move(next));
   return Status::ok();
@@ -85,9 +90,57 @@ Status FilterStage::set_queue_filter(std::uint16_t port, std::uint16_t queue, Fi
   if (queue >= cur.by_queue[port].size())
     return Status::errorf("port {} has {} rx queue(s); queue {} does not exist", port, cur.by_queue[port].size(), queue);
   auto next = std::make_unique<FilterSet>(cur);
+  attach_counters(f, true, port, queue);
   next->by_queue[port][queue] = f;
   publish(std::move(next));
   return Status::ok();
+}
+
+void FilterStage::attach_counters(FilterFn& f, bool on_queue, std::uint16_t a, std::uint16_t b) {
+  f.counters = nullptr;
+  if (!f.set()) return;
+  std::string name;
+  if (f.name) {
+    name = f.name;
+  } else {
+    Dl_info info{};
+    void* addr = f.fn ? reinterpret_cast<void*>(f.fn) : reinterpret_cast<void*>(f.burst);
+    name = dladdr(addr, &info) && info.dli_sname ? info.dli_sname : fmt::format("{}", addr);
+  }
+  FilterAttachPoint at;
+  at.on_queue = on_queue;
+  if (on_queue) {
+    at.port = a;
+    at.queue = b;
+  } else {
+    at.endpoint = a;
+  }
+  counters_.push_back(std::make_unique<FilterCounters>(std::move(name), at, lcores_));
+  f.counters = counters_.back().get();
+}
+
+std::vector<FilterStats> FilterStage::stats() const {
+  std::lock_guard lock(mu_);
+  const FilterSet& cur = *sets_.back();
+  std::vector<FilterStats> out;
+  for (const auto& c : counters_) {
+    FilterStats st;
+    st.name = c->name;
+    st.at = c->at;
+    const FilterFn& now = c->at.on_queue ? cur.by_queue[c->at.port][c->at.queue] : cur.by_endpoint[c->at.endpoint];
+    st.attached = now.counters == c.get();
+    for (std::size_t l = 0; l < c->lcore_count; ++l) {
+      const FilterLcoreCounters& k = c->per_lcore[l];
+      st.seen += k.seen.load();
+      st.recv += k.recv.load();
+      st.drop += k.drop.load();
+      st.hold += k.hold.load();
+      st.invalid += k.invalid.load();
+      st.latency.merge(k.latency.snapshot());
+    }
+    out.push_back(std::move(st));
+  }
+  return out;
 }
 
 bool FilterStage::empty() const noexcept {
@@ -97,18 +150,38 @@ bool FilterStage::empty() const noexcept {
 
 namespace {
 
+// Verdicts of one callback in one burst, added to its counters once (single writer: the lcore).
+struct VerdictTally {
+  unsigned recv = 0, drop = 0, hold = 0, invalid = 0;
+  void flush(FilterLcoreCounters& c) const noexcept {
+    c.seen.add(recv + drop + hold + invalid);
+    if (recv) c.recv.add(recv);
+    if (drop) c.drop.add(drop);
+    if (hold) c.hold.add(hold);
+    if (invalid) c.invalid.add(invalid);
+  }
+};
+
+FilterLcoreCounters& lcore_counters(const FilterFn& f, unsigned lcore) noexcept {
+  return f.counters->per_lcore[lcore < f.counters->lcore_count ? lcore : 0];
+}
+
 // Applies a callback's value to one packet.
-inline void apply(int v, Mbuf* m, Verdict& verdict) noexcept {
+inline void apply(int v, Mbuf* m, Verdict& verdict, VerdictTally& t) noexcept {
   switch (v) {
     case RAWPIPE_RECV:
+      ++t.recv;
       return;
     case RAWPIPE_DROP:
+      ++t.drop;
       verdict = Verdict::kDrop;  // dispatch sets kFilterDrop
       return;
     case RAWPIPE_HOLD:
+      ++t.hold;
       verdict = Verdict::kHold;
       return;
     default:
+      ++t.invalid;
       verdict = Verdict::kDrop;
       m->drop_reason = static_cast<std::uint8_t>(DropReason::kFilterInvalidVerdict);
       return;
@@ -118,7 +191,7 @@ inline void apply(int v, Mbuf* m, Verdict& verdict) noexcept {
 }  // namespace
 
 void FilterStage::run_slow(const FilterSet& s, std::uint16_t port, std::uint16_t queue, Mbuf* const* pkts,
-                           Verdict* verdicts, unsigned n) noexcept {
+                           Verdict* verdicts, unsigned n, unsigned lcore, bool timed) noexcept {
   rawpipe_packet desc[kMaxBurst];
   int vals[kMaxBurst];
   unsigned idx[kMaxBurst];
@@ -133,12 +206,19 @@ void FilterStage::run_slow(const FilterSet& s, std::uint16_t port, std::uint16_t
         desc[k].user_ctx = f.ctx;
         idx[k++] = i;
       }
+      VerdictTally tally;
+      const std::uint64_t t0 = timed ? tsc_now() : 0;
       if (f.fn) {
-        for (unsigned j = 0; j < k; ++j) apply(f.fn(&desc[j], f.ctx), pkts[idx[j]], verdicts[idx[j]]);
+        for (unsigned j = 0; j < k; ++j) apply(f.fn(&desc[j], f.ctx), pkts[idx[j]], verdicts[idx[j]], tally);
       } else if (k) {
         for (unsigned j = 0; j < k; ++j) vals[j] = RAWPIPE_RECV;
         f.burst(desc, vals, k, f.ctx);
-        for (unsigned j = 0; j < k; ++j) apply(vals[j], pkts[idx[j]], verdicts[idx[j]]);
+        for (unsigned j = 0; j < k; ++j) apply(vals[j], pkts[idx[j]], verdicts[idx[j]], tally);
+      }
+      if (f.counters && k) {
+        FilterLcoreCounters& fc = lcore_counters(f, lcore);
+        if (timed) fc.latency.record((tsc_now() - t0) / k);
+        tally.flush(fc);
       }
     }
   }
@@ -158,7 +238,14 @@ void FilterStage::run_slow(const FilterSet& s, std::uint16_t port, std::uint16_t
     if (f.fn) {
       describe_packet(pkts[i], &desc[0]);
       desc[0].user_ctx = f.ctx;
-      apply(f.fn(&desc[0], f.ctx), pkts[i], verdicts[i]);
+      VerdictTally tally;
+      const std::uint64_t t0 = timed ? tsc_now() : 0;
+      apply(f.fn(&desc[0], f.ctx), pkts[i], verdicts[i], tally);
+      if (f.counters) {
+        FilterLcoreCounters& fc = lcore_counters(f, lcore);
+        if (timed) fc.latency.record(tsc_now() - t0);
+        tally.flush(fc);
+      }
       continue;
     }
     unsigned k = 0;
@@ -170,8 +257,15 @@ void FilterStage::run_slow(const FilterSet& s, std::uint16_t port, std::uint16_t
       vals[k] = RAWPIPE_RECV;
       idx[k++] = j;
     }
+    VerdictTally tally;
+    const std::uint64_t t0 = timed ? tsc_now() : 0;
     f.burst(desc, vals, k, f.ctx);
-    for (unsigned j = 0; j < k; ++j) apply(vals[j], pkts[idx[j]], verdicts[idx[j]]);
+    for (unsigned j = 0; j < k; ++j) apply(vals[j], pkts[idx[j]], verdicts[idx[j]], tally);
+    if (f.counters) {
+      FilterLcoreCounters& fc = lcore_counters(f, lcore);
+      if (timed) fc.latency.record((tsc_now() - t0) / k);
+      tally.flush(fc);
+    }
   }
 }
 

@@ -29,6 +29,7 @@
 #include "pipeline/buf/mbuf.hh"
 #include "pipeline/common/status.hh"
 #include "pipeline/dispatch/dispatch.hh"
+#include "pipeline/stats/filter_counters.hh"
 #include "pipeline/stats/lcore_counters.hh"
 
 namespace rawpipe {
@@ -37,6 +38,10 @@ struct FilterFn {
   rawpipe_filter_fn fn = nullptr;
   rawpipe_filter_burst_fn burst = nullptr;
   void* ctx = nullptr;
+  // Shown in stats and metrics; null: the callback's symbol name (dladdr) or its address.
+  const char* name = nullptr;
+  // Set by the stage when the filter is attached (a caller's value is ignored).
+  FilterCounters* counters = nullptr;
   bool set() const noexcept { return fn || burst; }
 };
 
@@ -54,30 +59,41 @@ void describe_packet(Mbuf* m, rawpipe_packet* out) noexcept;
 class FilterStage {
  public:
   // rx_queues[p] = rx queue count of port p.
-  FilterStage(std::size_t endpoints, const std::vector<std::uint16_t>& rx_queues);
+  // `lcores`: how many lcores call run() (each writes its own filter counters).
+  FilterStage(std::size_t endpoints, const std::vector<std::uint16_t>& rx_queues, std::size_t lcores = 1);
 
   // Control path; any thread, serialised inside. fn and burst both null removes the filter.
   Status set_endpoint_filter(std::uint16_t endpoint, FilterFn f);
   Status set_queue_filter(std::uint16_t port, std::uint16_t queue, FilterFn f);
   bool empty() const noexcept;
+  // Every filter attached so far (also replaced and removed ones), counters summed over lcores;
+  // latency in TSC cycles. Control path, any thread; lcores never wait for it.
+  std::vector<FilterStats> stats() const;
 
   // Lcore: runs the filters of (port, queue) and of the packets' endpoints over pkts[0..n) and
   // rewrites verdicts. Invalid verdicts become kDrop with drop_reason kFilterInvalidVerdict.
-  void run(std::uint16_t port, std::uint16_t queue, Mbuf* const* pkts, Verdict* verdicts, unsigned n) noexcept {
+  // `lcore` selects the counters written (the caller's index, < lcores); `timed` also records
+  // each callback's cycles per packet (the lcore's sampled polls, pipeline/stats/stage_latency.hh).
+  void run(std::uint16_t port, std::uint16_t queue, Mbuf* const* pkts, Verdict* verdicts, unsigned n,
+           unsigned lcore = 0, bool timed = false) noexcept {
     // Acquire pairs with the release in publish(): the set's vectors are fully built.
     const FilterSet* s = current_.load(std::memory_order_acquire);
     if (!s->any_endpoint && !s->any_queue) [[likely]] return;
-    run_slow(*s, port, queue, pkts, verdicts, n);
+    run_slow(*s, port, queue, pkts, verdicts, n, lcore, timed);
   }
 
  private:
   void run_slow(const FilterSet& s, std::uint16_t port, std::uint16_t queue, Mbuf* const* pkts, Verdict* verdicts,
-                unsigned n) noexcept;
+                unsigned n, unsigned lcore, bool timed) noexcept;
+  // Gives an attached filter its counters (with mu_ held).
+  void attach_counters(FilterFn& f, bool on_queue, std::uint16_t a, std::uint16_t b);
   void publish(std::unique_ptr<FilterSet> next);
 
-  std::mutex mu_;  // control path: serialises copy-edit-publish
+  mutable std::mutex mu_;  // control path: serialises copy-edit-publish
   std::atomic<const FilterSet*> current_;
   std::vector<std::unique_ptr<FilterSet>> sets_;  // every set ever published; back() is current
+  std::size_t lcores_ = 1;
+  std::vector<std::unique_ptr<FilterCounters>> counters_;  // every filter ever attached (mu_)
 };
 
 }  // namespace rawpipe

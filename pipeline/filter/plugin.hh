@@ -29,7 +29,7 @@ class FilterPlugin {
   FilterPlugin(const FilterPlugin&) = delete;
   FilterPlugin& operator=(const FilterPlugin&) = delete;
 
-  FilterFn filter() const noexcept { return {desc_->filter, desc_->filter_burst, state_}; }
+  FilterFn filter() const noexcept { return {desc_->filter, desc_->filter_burst, state_, name_.c_str()}; }
   const std::string& name() const noexcept { return name_; }
   const std::string& path() const noexcept { return path_; }
   // The plugin's one-line summary ("" when it has none).

@@ -4,11 +4,16 @@
 
 #include "pipeline/filter/filter.hh"
 #include "pipeline/parse/parse.hh"
+#include "pipeline/stats/tsc.hh"
 
 namespace rawpipe {
 
 Lcore::Lcore(const LcorePlan& plan, unsigned index, std::size_t endpoints, std::size_t ports)
     : plan_(plan), index_(index), counters_(std::make_unique<LcoreCounters>(endpoints, ports)) {}
+
+void Lcore::enable_latency(std::uint32_t every) {
+  latency_ = every ? std::make_unique<StageLatency>(every) : nullptr;
+}
 
 void Lcore::bind(std::vector<RxQueue> rx, std::unique_ptr<Dispatcher> dispatcher, Classifier* classifier,
                  std::vector<Pool*> pools) {
@@ -19,31 +24,60 @@ void Lcore::bind(std::vector<RxQueue> rx, std::unique_ptr<Dispatcher> dispatcher
 }
 
 unsigned Lcore::poll_queues(const ClassifyTable* table) noexcept {
+  unsigned total = 0;
+  for (const RxQueue& q : rx_) {
+    // Sampled stage timing (pipeline/stats/stage_latency.hh): one predictable branch per poll
+    // when it is off, a countdown when on; the timed body is the same code with TSC reads.
+    if (latency_ && latency_->due()) [[unlikely]]
+      total += poll_queue<true>(q, table);
+    else
+      total += poll_queue<false>(q, table);
+  }
+  return total;
+}
+
+template <bool kTimed>
+RAWPIPE_ALWAYS_INLINE unsigned Lcore::poll_queue(const RxQueue& q, const ClassifyTable* table) noexcept {
   Mbuf* pkts[kMaxBurst];
   Verdict verdicts[kMaxBurst];
   LcoreCounters& c = *counters_;
-  const std::uint16_t burst = plan_.burst;
-  unsigned total = 0;
-  for (const RxQueue& q : rx_) {
-    const std::uint16_t n = q.rx(pkts, burst);
-    if (n == 0) {
-      c.empty_polls.add(1);
-      continue;
-    }
-    total += n;
-    std::uint64_t bytes = 0;
-    for (unsigned i = 0; i < n; ++i) bytes += pkts[i]->data_len;
-    c.bursts.add(1);
-    c.rx_packets.add(n);
-    c.rx_bytes.add(bytes);
-    parse_burst(pkts, n);
-    table->classify_burst(pkts, n);
-    make_verdicts(pkts, verdicts, n);
-    // Filter stage (Extra API): may rewrite verdicts; see dispatch.hh.
-    if (filters_) filters_->run(q.port, q.queue, pkts, verdicts, n);
-    dispatcher_->dispatch_burst(pkts, verdicts, n);
+  [[maybe_unused]] std::uint64_t t0 = 0, t1 = 0;
+  if constexpr (kTimed) t0 = tsc_now();
+  const std::uint16_t got = q.rx(pkts, plan_.burst);
+  if (got == 0) {
+    c.empty_polls.add(1);
+    return 0;
   }
-  return total;
+  const unsigned n = got;
+  // Records the stage that ended now and starts the next one.
+  [[maybe_unused]] auto lap = [&](Stage s) {
+    const std::uint64_t t = tsc_now();
+    latency_->record(s, t - t1, got);
+    t1 = t;
+  };
+  if constexpr (kTimed) {
+    t1 = tsc_now();
+    latency_->record(Stage::kRx, t1 - t0, n);
+  }
+  std::uint64_t bytes = 0;
+  for (unsigned i = 0; i < n; ++i) bytes += pkts[i]->data_len;
+  c.bursts.add(1);
+  c.rx_packets.add(n);
+  c.rx_bytes.add(bytes);
+  parse_burst(pkts, n);
+  if constexpr (kTimed) lap(Stage::kParse);
+  table->classify_burst(pkts, n);
+  make_verdicts(pkts, verdicts, n);
+  if constexpr (kTimed) lap(Stage::kClassify);
+  // Filter stage (Extra API): may rewrite verdicts; see dispatch.hh.
+  if (filters_) filters_->run(q.port, q.queue, pkts, verdicts, n, index_, kTimed);
+  if constexpr (kTimed) lap(Stage::kFilter);
+  dispatcher_->dispatch_burst(pkts, verdicts, n);
+  if constexpr (kTimed) {
+    lap(Stage::kDispatch);
+    latency_->record(Stage::kBurst, t1 - t0, got);
+  }
+  return got;
 }
 
 unsigned Lcore::poll_once() noexcept {

@@ -22,6 +22,7 @@
 #include "pipeline/dispatch/dispatch.hh"
 #include "pipeline/plan/plan.hh"
 #include "pipeline/stats/lcore_counters.hh"
+#include "pipeline/stats/stage_latency.hh"
 #include "pmd/port.hh"
 
 namespace rawpipe {
@@ -44,6 +45,8 @@ class Lcore {
             std::vector<Pool*> pools);
   // Control path, before run(): the Extra API's filter stage (null: none).
   void set_filters(FilterStage* filters) noexcept { filters_ = filters; }
+  // Control path, before run(): time one queue poll in `every` (0: never; stage_latency.hh).
+  void enable_latency(std::uint32_t every);
 
   // The thread body. Returns once `stop` reads true (checked once per loop pass).
   void run(const std::atomic<bool>& stop) noexcept;
@@ -55,10 +58,14 @@ class Lcore {
   const LcoreCounters& counters() const noexcept { return *counters_; }
   LcoreCounters& counters_mut() noexcept { return *counters_; }
   const LcorePlan& plan() const noexcept { return plan_; }
+  // The sampled stage latencies (null when off); any thread may snapshot them.
+  const StageLatency* latency() const noexcept { return latency_.get(); }
   unsigned index() const noexcept { return index_; }
 
  private:
   unsigned poll_queues(const ClassifyTable* table) noexcept;
+  template <bool kTimed>
+  unsigned poll_queue(const RxQueue& q, const ClassifyTable* table) noexcept;
 
   LcorePlan plan_;
   unsigned index_;
@@ -68,6 +75,7 @@ class Lcore {
   Classifier* classifier_ = nullptr;
   std::vector<Pool*> pools_;
   FilterStage* filters_ = nullptr;
+  std::unique_ptr<StageLatency> latency_;  // null: stage timing off
 };
 
 }  // namespace rawpipe

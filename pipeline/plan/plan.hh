@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pipeline/buf/pool.hh"
+#include "pipeline/stats/stage_latency.hh"
 #include "pmd/port.hh"
 
 namespace rawpipe {
@@ -56,6 +57,12 @@ struct EndpointPlan {
   SourceLocation where;
 };
 
+// [metrics] (pipeline/config/metrics_section.hh): the Prometheus endpoint and latency sampling.
+struct MetricsPlan {
+  std::string listen;                      // "IPV4:PORT" serving GET /metrics; empty: none
+  std::uint32_t latency_sample = kDefaultLatencySample;  // time one queue poll in N; 0: off
+};
+
 enum class DefaultAction : std::uint8_t { kDrop, kEndpoint };
 
 struct LcorePlan {
@@ -83,6 +90,7 @@ struct Plan {
   std::uint16_t default_endpoint = 0;      // for kEndpoint
   double duration_s = 0;                   // 0: until SIGINT/SIGTERM
   double stats_interval_s = 1.0;
+  MetricsPlan metrics;
 };
 
 }  // namespace rawpipe
