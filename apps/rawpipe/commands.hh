@@ -12,7 +12,13 @@ struct RunOptions {
   std::string json_file;             // empty: no JSON summary
 };
 
+struct DoctorOptions {
+  std::string config;  // empty: check the machine in general
+  bool json = false;
+};
+
 int run_command(const RunOptions& options);
+int doctor_command(const DoctorOptions& options);
 int check_command(const std::string& config);
 int list_pmds_command();
 

@@ -30,6 +30,12 @@ int main(int argc, char** argv) {
   CLI::App* check_cmd = cli.add_subcommand("check", "Validate a config and print the plan, without running it");
   check_cmd->add_option("config", check_config, "TOML config file")->required();
 
+  DoctorOptions doctor;
+  CLI::App* doctor_cmd =
+      cli.add_subcommand("doctor", "Check that this machine can run a config (or what it offers) and print each fix");
+  doctor_cmd->add_option("config", doctor.config, "TOML config file; without one, checks the machine in general");
+  doctor_cmd->add_flag("--json", doctor.json, "Print the findings as JSON");
+
   CLI::App* list_cmd = cli.add_subcommand("list-pmds", "List the poll-mode drivers built into this binary");
 
   StatOptions stat;
@@ -53,6 +59,7 @@ int main(int argc, char** argv) {
   }
   if (*check_cmd) return check_command(check_config);
   if (*list_cmd) return list_pmds_command();
+  if (*doctor_cmd) return doctor_command(doctor);
   if (*stat_cmd) return stat_command(stat);
 #ifdef RAWPIPE_HAVE_DISSECT
   if (*dissect_cmd) return rawpipe::run_dissect(pcap_file, std::cout);

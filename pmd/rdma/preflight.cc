@@ -1,22 +1,15 @@
 #include "pmd/rdma/preflight.hh"
 
 #include <linux/capability.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
+#include "pmd/host/caps.hh"
+
 namespace rawpipe::rdma {
 
-bool has_cap_net_raw() {
-  __user_cap_header_struct header{};
-  header.version = _LINUX_CAPABILITY_VERSION_3;
-  header.pid = 0;
-  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3]{};
-  if (syscall(SYS_capget, &header, data) != 0) return false;
-  return (data[CAP_NET_RAW / 32].effective & (1u << (CAP_NET_RAW % 32))) != 0;
-}
+bool has_cap_net_raw() { return host::has_capability(CAP_NET_RAW); }
 
 Result<PreflightResult> rdma_preflight(std::string_view ifname, const PreflightOptions& o) {
   auto netdev = discover_netdev(ifname, o.sysfs_root);

@@ -49,7 +49,7 @@ struct PreflightResult {
 
 Result<PreflightResult> rdma_preflight(std::string_view ifname, const PreflightOptions& options);
 
-// True when the effective capability set has CAP_NET_RAW (capget, no libcap needed).
+// True when the effective capability set has CAP_NET_RAW (pmd/host/caps.hh).
 bool has_cap_net_raw();
 
 }  // namespace rawpipe::rdma

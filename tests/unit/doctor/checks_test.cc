@@ -1,0 +1,326 @@
+// The doctor's checks judging fabricated machines: each bad setup yields a FAIL (or warn) with the
+// exact fix, and a good setup can run.
+#include <gtest/gtest.h>
+#include <linux/capability.h>
+
+#include "apps/rawpipe/doctor/checks.hh"
+#include "apps/rawpipe/doctor/xdp_limits.hh"
+#include "pipeline/buf/mbuf.hh"
+#include "pmd/registry.hh"
+
+namespace rawpipe::doctor {
+namespace {
+
+LoadOptions options() {
+  LoadOptions o;
+  o.find_pmd = &find_pmd;
+  for (const PmdDriver* d : all_pmds()) o.known_pmds.push_back(d->name);
+  o.cpu_count = 16;
+  return o;
+}
+
+Needs needs(const std::string& ports, const std::string& pool_keys = "",
+            const std::string& lcores = "[[lcores]]\nrx = [\"p0:0\"]\n") {
+  std::string text = "[[pools]]\nname = \"rx\"\ncount = 4096\nbuf_size = 2048\n" + pool_keys + "\n" + ports + "\n" +
+                     "[[endpoints]]\nname = \"e\"\naction = \"sink\"\nmatch = [\"udp dst *:5000\"]\n" + lcores;
+  auto n = needs_from_text(text, "test.toml", options());
+  EXPECT_TRUE(n) << n.message();
+  return n ? std::move(n).value() : Needs();
+}
+
+std::uint64_t bit(int cap) { return std::uint64_t(1) << cap; }
+
+// A machine where everything an AF_XDP port on veth0 needs is in place.
+HostFacts good_host() {
+  HostFacts h;
+  h.caps_known = true;
+  h.caps.effective = bit(CAP_NET_RAW) | bit(CAP_NET_ADMIN) | bit(39) | bit(CAP_IPC_LOCK);
+  h.is_root = true;
+  h.memlock_soft = h.memlock_hard = 8u << 20;
+  h.hugepages_known = true;
+  h.hugepages_total = h.hugepages_free = 64;
+  h.mounts = parse_mounts("bpf /sys/fs/bpf bpf rw 0 0\n");
+  h.interfaces = {"lo", "veth0"};
+  NetdevFacts n;
+  n.name = "veth0";
+  n.exists = true;
+  n.driver = "veth";
+  n.mtu = 1500;
+  n.up = true;
+  n.channels_known = true;
+  n.channels.max_rx = n.channels.max_tx = 4;
+  n.channels.rx = n.channels.tx = 1;
+  n.probes = {{"mlx5", "pmd mlx5: interface veth0 has driver 'veth', not mlx5_core"},
+              {"mana", "pmd mana: interface veth0 has driver 'veth', not mana"}};
+  h.netdevs["veth0"] = n;
+  h.rdma_built = true;
+  h.binary = "/usr/bin/rawpipe";
+  return h;
+}
+
+const std::string kAfXdp = "[[ports]]\nname = \"p0\"\npmd = \"af_xdp\"\ninterface = \"veth0\"\n";
+
+const Finding* only(const Report& r, std::string_view check) {
+  auto f = r.find(check);
+  EXPECT_EQ(f.size(), 1u) << "findings named " << check << ":\n" << format_report(r);
+  return f.empty() ? nullptr : f.front();
+}
+
+TEST(DoctorChecks, GoodAfXdpSetupCanRun) {
+  Needs n = needs(kAfXdp);
+  Report r = run_checks(&n, good_host());
+  EXPECT_TRUE(r.can_run()) << format_report(r);
+  const Finding* path = only(r, "path p0");
+  ASSERT_NE(path, nullptr);
+  EXPECT_EQ(path->detail, "AF_XDP on veth0 queue 0: XDP native, copy mode (driver veth has no zero-copy)");
+  for (const Finding& f : r.findings()) EXPECT_EQ(f.level, Level::kOk) << f.check << ": " << f.detail;
+}
+
+TEST(DoctorChecks, MissingInterfaceNamesTheOnesThatExist) {
+  Needs n = needs("[[ports]]\nname = \"p0\"\npmd = \"af_packet\"\ninterface = \"nosuch0\"\n");
+  HostFacts h = good_host();
+  NetdevFacts missing;
+  missing.name = "nosuch0";
+  missing.error = "no interface 'nosuch0'";
+  h.netdevs["nosuch0"] = missing;
+  Report r = run_checks(&n, h);
+  EXPECT_FALSE(r.can_run());
+  const Finding* f = only(r, "interface nosuch0");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kFail);
+  EXPECT_NE(f->detail.find("does not exist in this network namespace"), std::string::npos);
+  EXPECT_EQ(f->fix, "set interface = \"<name>\" in port 'p0' (test.toml:6) to one of: lo, veth0; or create the "
+                    "interface, or run rawpipe in its namespace (ip netns exec <ns> rawpipe ...)");
+}
+
+TEST(DoctorChecks, NoCapabilitiesFailWithSetcap) {
+  Needs n = needs(kAfXdp);
+  HostFacts h = good_host();
+  h.caps.effective = 0;
+  Report r = run_checks(&n, h);
+  EXPECT_FALSE(r.can_run());
+  const Finding* raw = only(r, "capability CAP_NET_RAW");
+  ASSERT_NE(raw, nullptr);
+  EXPECT_EQ(raw->level, Level::kFail);
+  EXPECT_EQ(raw->fix, "run as root, or grant the binary the capabilities: sudo setcap cap_net_raw+ep /usr/bin/rawpipe");
+  const Finding* bpf = only(r, "capability CAP_BPF");
+  ASSERT_NE(bpf, nullptr);
+  EXPECT_EQ(bpf->level, Level::kFail);
+  EXPECT_NE(bpf->fix.find("cap_bpf,cap_net_admin+ep"), std::string::npos);
+  // Without CAP_IPC_LOCK the 8 MiB pool is checked against the 8 MiB limit: it fits exactly.
+  EXPECT_EQ(only(r, "memlock")->level, Level::kOk);
+}
+
+TEST(DoctorChecks, CapSysAdminStandsInForCapBpf) {
+  Needs n = needs(kAfXdp);
+  HostFacts h = good_host();
+  h.caps.effective = bit(CAP_NET_RAW) | bit(CAP_NET_ADMIN) | bit(CAP_SYS_ADMIN);
+  Report r = run_checks(&n, h);
+  EXPECT_EQ(only(r, "capability CAP_BPF")->level, Level::kOk);
+}
+
+TEST(DoctorChecks, AutoWithoutCapabilitiesWarnsAndFallsBackToSocket) {
+  Needs n = needs("[[ports]]\nname = \"p0\"\npmd = \"auto\"\ninterface = \"veth0\"\n");
+  HostFacts h = good_host();
+  h.caps.effective = 0;
+  Report r = run_checks(&n, h);
+  EXPECT_TRUE(r.can_run()) << format_report(r);
+  EXPECT_EQ(only(r, "capability CAP_NET_RAW")->level, Level::kWarn);
+  const Finding* path = only(r, "path p0");
+  ASSERT_NE(path, nullptr);
+  EXPECT_EQ(path->detail.rfind("auto on veth0 would choose socket; skips mlx5: driver veth is not mlx5_core; skips "
+                               "mana: driver veth is not mana; ",
+                               0),
+            0u)
+      << path->detail;
+  EXPECT_NE(path->detail.find("skips af_xdp: needs CAP_NET_RAW, CAP_NET_ADMIN and CAP_BPF; skips af_packet: needs "
+                              "CAP_NET_RAW"),
+            std::string::npos);
+}
+
+TEST(DoctorChecks, JumboMtuFailsAfXdpWithTheLargestMtuThatFits) {
+  Needs n = needs(kAfXdp);
+  HostFacts h = good_host();
+  h.netdevs["veth0"].mtu = 9000;
+  Report r = run_checks(&n, h);
+  EXPECT_FALSE(r.can_run());
+  auto mtu = r.find("mtu veth0");
+  ASSERT_EQ(mtu.size(), 2u) << format_report(r);  // the AF_XDP frame and the native XDP limit
+  const std::uint32_t fits = 2048 - kMbufHeaderSize - 256 - 22;
+  EXPECT_EQ(mtu[0]->level, Level::kFail);
+  EXPECT_EQ(mtu[0]->fix.rfind(fmt::format("lower the MTU: sudo ip link set dev veth0 mtu {}", fits), 0), 0u)
+      << mtu[0]->fix;
+  EXPECT_NE(mtu[0]->fix.find("a 4096-byte buffer, the largest AF_XDP frame, would still only fit MTU"), std::string::npos);
+  EXPECT_EQ(mtu[1]->level, Level::kWarn);  // attach = "auto": generic XDP instead of native
+  EXPECT_EQ(mtu[1]->fix, "sudo ip link set dev veth0 mtu 3506");
+}
+
+TEST(DoctorChecks, MtuThatFitsA4096BufferSuggestsIt) {
+  Needs n = needs(kAfXdp + "attach = \"native\"\n");
+  HostFacts h = good_host();
+  h.netdevs["veth0"].mtu = 3000;
+  Report r = run_checks(&n, h);
+  auto mtu = r.find("mtu veth0");
+  ASSERT_EQ(mtu.size(), 1u) << format_report(r);
+  EXPECT_EQ(mtu[0]->level, Level::kFail);
+  EXPECT_NE(mtu[0]->fix.find("or set buf_size = 4096 in pool 'rx' (test.toml:1)"), std::string::npos) << mtu[0]->fix;
+  h.netdevs["veth0"].mtu = 3600;  // above veth's native limit too; attach = "native" makes that fatal
+  r = run_checks(&n, h);
+  mtu = r.find("mtu veth0");
+  ASSERT_EQ(mtu.size(), 2u);
+  EXPECT_EQ(mtu[1]->level, Level::kFail);
+  EXPECT_EQ(mtu[1]->fix, "sudo ip link set dev veth0 mtu 3506, or set attach = \"auto\" to accept generic XDP");
+}
+
+TEST(DoctorChecks, QueuesBeyondChannelsGiveTheEthtoolCommand) {
+  Needs n = needs("[[ports]]\nname = \"p0\"\npmd = \"af_xdp\"\ninterface = \"veth0\"\nrx_queues = 2\n"
+                  "tx_queues = 2\n",
+                  "", "[[lcores]]\nrx = [\"p0:0\", \"p0:1\"]\n");
+  HostFacts h = good_host();
+  Report r = run_checks(&n, h);
+  const Finding* q = only(r, "queues veth0");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->level, Level::kFail);
+  EXPECT_EQ(q->fix, "sudo ethtool -L veth0 rx 2");
+  h.netdevs["veth0"].channels = {0, 0, 8, 0, 0, 4};  // a NIC with combined channels, 4 of 8 in use
+  Needs wide = needs("[[ports]]\nname = \"p0\"\npmd = \"af_xdp\"\ninterface = \"veth0\"\nrx_queues = 2\n"
+                     "tx_queues = 2\nqueue_offset = 5\n",
+                     "", "[[lcores]]\nrx = [\"p0:0\", \"p0:1\"]\n");
+  r = run_checks(&wide, h);
+  EXPECT_EQ(only(r, "queues veth0")->fix, "sudo ethtool -L veth0 combined 7");
+}
+
+TEST(DoctorChecks, HugepagesRequireFailsAutoWarns) {
+  HostFacts h = good_host();
+  h.hugepages_total = 4;
+  h.hugepages_free = 3;
+  h.hugepages_reserved = 1;
+  Needs req = needs("[[ports]]\nname = \"p0\"\npmd = \"synth\"\n", "huge_pages = \"require\"\n");
+  Report r = run_checks(&req, h);
+  const Finding* f = only(r, "hugepages");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kFail);
+  // 4096 x 2048 bytes = 4 pages; 2 are available, so the reservation grows by 2 to 6.
+  EXPECT_EQ(f->fix.rfind("reserve them: echo 6 | sudo tee /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", 0), 0u)
+      << f->fix;
+  Needs aut = needs("[[ports]]\nname = \"p0\"\npmd = \"synth\"\n");
+  r = run_checks(&aut, h);
+  EXPECT_EQ(only(r, "hugepages")->level, Level::kWarn);
+  EXPECT_TRUE(r.can_run());
+}
+
+TEST(DoctorChecks, MemlockBelowThePoolFailsUnlessIpcLock) {
+  Needs n = needs(kAfXdp);
+  HostFacts h = good_host();
+  h.caps.effective &= ~bit(CAP_IPC_LOCK);
+  h.memlock_soft = 64 * 1024;
+  Report r = run_checks(&n, h);
+  const Finding* f = only(r, "memlock");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kFail);
+  EXPECT_EQ(f->fix.rfind("raise the limit before starting rawpipe: `ulimit -l 9216`", 0), 0u) << f->fix;
+  h.caps.effective |= bit(CAP_IPC_LOCK);
+  r = run_checks(&n, h);
+  EXPECT_EQ(only(r, "memlock")->level, Level::kOk);
+}
+
+TEST(DoctorChecks, NumaMismatchNamesTheRightCpus) {
+  Needs n = needs(kAfXdp, "", "[[lcores]]\ncpu = 1\nrx = [\"p0:0\"]\n");
+  HostFacts h = good_host();
+  for (int c = 0; c < 8; ++c) h.cpu_node[c] = c / 4;
+  h.netdevs["veth0"].numa_node = 1;
+  Report r = run_checks(&n, h);
+  const Finding* f = only(r, "numa veth0");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kWarn);
+  EXPECT_EQ(f->fix, "set cpu = <one of 4-7> in [[lcores]] id 0");
+  h.netdevs["veth0"].numa_node = 0;
+  r = run_checks(&n, h);
+  EXPECT_EQ(only(r, "numa veth0")->level, Level::kOk);
+}
+
+TEST(DoctorChecks, BpffsMissingWarns) {
+  Needs n = needs(kAfXdp);
+  HostFacts h = good_host();
+  h.mounts.clear();
+  Report r = run_checks(&n, h);
+  const Finding* f = only(r, "bpffs");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kWarn);
+  EXPECT_EQ(f->fix.rfind("sudo mount -t bpf bpf /sys/fs/bpf", 0), 0u);
+}
+
+TEST(DoctorChecks, Mlx5OnAVethFailsWithTheDriverMismatch) {
+  Needs n = needs("[[ports]]\nname = \"p0\"\npmd = \"mlx5\"\ninterface = \"veth0\"\n");
+  Report r = run_checks(&n, good_host());
+  EXPECT_FALSE(r.can_run());
+  const Finding* f = only(r, "interface veth0");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->detail, "port 'p0' uses pmd mlx5 but veth0 has driver veth, not mlx5_core");
+}
+
+TEST(DoctorChecks, ManaVportHeldByAnUpNetdevFails) {
+  Needs n = needs("[[ports]]\nname = \"p0\"\npmd = \"mana\"\ninterface = \"eth1\"\n");
+  HostFacts h = good_host();
+  NetdevFacts e;
+  e.name = "eth1";
+  e.exists = true;
+  e.driver = "mana";
+  e.mtu = 1500;
+  e.up = true;
+  e.rdma_devices = {"mana_0"};
+  e.rdma_port = 2;
+  e.probes = {{"mana", ""}};
+  h.netdevs["eth1"] = e;
+  Report r = run_checks(&n, h);
+  const Finding* v = only(r, "mana vport eth1");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->level, Level::kFail);
+  EXPECT_EQ(v->detail.rfind("vPort of eth1 = mana_0 port 2 (dev_port 1) is held by the kernel netdev", 0), 0u);
+  EXPECT_EQ(v->fix.rfind("sudo ip link set eth1 down", 0), 0u);
+  EXPECT_EQ(only(r, "rdma eth1")->level, Level::kOk);
+  h.netdevs["eth1"].up = false;
+  r = run_checks(&n, h);
+  EXPECT_TRUE(r.can_run()) << format_report(r);
+}
+
+TEST(DoctorChecks, RdmaPreflightFailureIsTheFix) {
+  Needs n = needs("[[ports]]\nname = \"p0\"\npmd = \"mlx5\"\ninterface = \"eth2\"\n");
+  HostFacts h = good_host();
+  NetdevFacts e;
+  e.name = "eth2";
+  e.exists = true;
+  e.driver = "mlx5_core";
+  e.up = true;
+  e.probes = {{"mlx5", "pmd mlx5 on eth2: the interface has no RDMA device; load the RDMA module (modprobe mlx5_ib)"}};
+  h.netdevs["eth2"] = e;
+  h.ibverbs_error = "cannot load libibverbs.so.1";
+  Report r = run_checks(&n, h);
+  EXPECT_EQ(only(r, "rdma-core")->level, Level::kFail);
+  EXPECT_EQ(only(r, "rdma eth2")->fix, e.probes["mlx5"]);
+}
+
+TEST(DoctorChecks, NoConfigChecksTheMachineAndCanRun) {
+  HostFacts h = good_host();
+  h.caps.effective = 0;
+  h.hugepages_free = 0;
+  Report r = run_checks(nullptr, h);
+  EXPECT_TRUE(r.can_run()) << format_report(r);
+  EXPECT_EQ(only(r, "capabilities")->level, Level::kWarn);
+  EXPECT_EQ(only(r, "hugepages")->level, Level::kWarn);
+  ASSERT_EQ(r.find("path veth0").size(), 1u);
+  const nlohmann::json j = report_json(r);
+  EXPECT_TRUE(j["can_run"].get<bool>());
+  EXPECT_EQ(j["checks"].size(), r.findings().size());
+}
+
+TEST(DoctorChecks, XdpLimits) {
+  EXPECT_EQ(native_xdp_max_mtu("veth"), 3506u);
+  EXPECT_EQ(native_xdp_max_mtu("ena"), 3498u);
+  EXPECT_EQ(native_xdp_max_mtu("e1000"), 0u);
+  EXPECT_TRUE(driver_has_xsk_zero_copy("ice"));
+  EXPECT_FALSE(driver_has_xsk_zero_copy("veth"));
+}
+
+}  // namespace
+}  // namespace rawpipe::doctor
