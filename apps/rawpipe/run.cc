@@ -15,6 +15,7 @@
 #include "apps/rawpipe/commands.hh"
 #include "apps/rawpipe/consumer.hh"
 #include "apps/rawpipe/report.hh"
+#include "pipeline/ops/metrics_server.hh"
 #include "pipeline/ops/publisher.hh"
 
 namespace rawpipe::app {
@@ -112,6 +113,18 @@ int run_command(const RunOptions& options) {
                                      std::max<long>(100, static_cast<long>(plan.stats_interval_s * 1000))));
       !s)
     fmt::print(stderr, "rawpipe: live stats unavailable: {}\n", s.message());
+  // Prometheus /metrics ([metrics] listen): asked for explicitly, so failing to serve it stops the run.
+  ops::MetricsServer metrics;
+  if (!plan.metrics.listen.empty()) {
+    if (Status s = metrics.start(*pipeline, stats_name, plan.metrics.listen); !s) {
+      fmt::print(stderr, "rawpipe: {}\n", s.message());
+      consumer.stop();
+      (void)pipeline->stop();
+      return 1;
+    }
+    fmt::print("metrics: http://{}/metrics\n", metrics.address());
+    std::fflush(stdout);
+  }
 
   using Clock = std::chrono::steady_clock;
   const PipelineSnapshot first = pipeline->snapshot();

@@ -43,6 +43,49 @@ void print_drops(const nlohmann::json& doc) {
   }
 }
 
+// Nanoseconds with a unit that keeps three digits: 850ns, 12.3us, 4.56ms.
+std::string ns_text(std::uint64_t ns) {
+  if (ns < 1000) return fmt::format("{}ns", ns);
+  if (ns < 1000000) return fmt::format("{:.3g}us", double(ns) / 1e3);
+  if (ns < 1000000000) return fmt::format("{:.3g}ms", double(ns) / 1e6);
+  return fmt::format("{:.3g}s", double(ns) / 1e9);
+}
+
+void print_latency(const nlohmann::json& doc) {
+  if (!doc.contains("latency")) return;
+  const auto& lat = doc["latency"];
+  if (u(lat, "sample_every") == 0) {
+    fmt::print("latency: off ([metrics] latency_sample = 0)\n");
+    return;
+  }
+  fmt::print("latency per packet (one poll in {} timed)\n", u(lat, "sample_every"));
+  fmt::print("  {:<12} {:>10} {:>10} {:>10} {:>10} {:>12}\n", "stage", "p50", "p99", "p99.9", "max", "samples");
+  auto row = [](const std::string& label, const nlohmann::json& h) {
+    if (u(h, "samples") == 0) return fmt::print("  {:<12} {:>10} {:>10} {:>10} {:>10} {:>12}\n", label, "-", "-", "-", "-", 0);
+    fmt::print("  {:<12} {:>10} {:>10} {:>10} {:>10} {:>12}\n", label, ns_text(u(h, "p50_ns")), ns_text(u(h, "p99_ns")),
+               ns_text(u(h, "p999_ns")), ns_text(u(h, "max_ns")), u(h, "samples"));
+  };
+  // Data-flow order (the JSON object is sorted by name).
+  for (const char* stage : {"rx", "parse", "classify", "filter", "dispatch", "burst"})
+    if (lat["stages"].contains(stage)) row(stage, lat["stages"][stage]);
+  if (doc.contains("end_to_end"))
+    for (const auto& e : doc["end_to_end"]) row("e2e:" + e["endpoint"].get<std::string>(), e["latency"]);
+}
+
+void print_filters(const nlohmann::json& doc) {
+  if (!doc.contains("filters") || doc["filters"].empty()) return;
+  fmt::print("filters\n  {:<24} {:<22} {:>12} {:>12} {:>10} {:>10} {:>8} {:>9} {:>9}\n", "name", "attached to", "seen", "recv",
+             "drop", "hold", "invalid", "p50", "p99");
+  for (const auto& f : doc["filters"]) {
+    const auto& h = f["latency"];
+    const bool timed = u(h, "samples") != 0;
+    fmt::print("  {:<24} {:<22} {:>12} {:>12} {:>10} {:>10} {:>8} {:>9} {:>9}\n", f["name"].get<std::string>(),
+               f["attach"].get<std::string>() + (f["attached"].get<bool>() ? "" : " (gone)"), u(f, "seen"), u(f, "recv"),
+               u(f, "drop"), u(f, "hold"), u(f, "invalid"), timed ? ns_text(u(h, "p50_ns")) : "-",
+               timed ? ns_text(u(h, "p99_ns")) : "-");
+  }
+}
+
 void print_view(const nlohmann::json& doc, const nlohmann::json* prev, bool drops_only) {
   if (drops_only) return print_drops(doc);
   double dt = prev ? double(u(doc, "time_ns") - u(*prev, "time_ns")) / 1e9 : 0;
@@ -74,6 +117,8 @@ void print_view(const nlohmann::json& doc, const nlohmann::json* prev, bool drop
       fmt::print("    rxq{} packets {} nombuf {} errors {}\n", q, u(c, "rx_packets"), u(c, "rx_nombuf"), u(c, "rx_errors"));
     }
   }
+  print_filters(doc);
+  print_latency(doc);
   fmt::print("pools\n");
   for (const auto& p : doc["pools"])
     fmt::print("  {:<20} {}/{} outstanding\n", p["name"].get<std::string>(), u(p, "outstanding"), u(p, "count"));

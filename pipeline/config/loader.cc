@@ -12,6 +12,7 @@
 
 #include "pipeline/classify/rule.hh"
 #include "pipeline/common/compiler.hh"
+#include "pipeline/config/metrics_section.hh"
 #include "pipeline/config/section.hh"
 
 namespace rawpipe {
@@ -391,6 +392,7 @@ Result<LoadedConfig> load_config_string(std::string_view text, const std::string
   if (ports.empty()) root.fail("ports", "expected at least one [[ports]] table");
   load_endpoints(root, plan, endpoints, all_port_names);
   load_run(root, plan, out.app, cpus);
+  load_metrics_section(root, plan);
   load_lcores(root, plan, lcores, cpus, all_port_names);
   check_endpoints_reachable(plan, endpoints);
   if (root.status()) check_tx_queues(plan, ports, section_of_port);

@@ -2,6 +2,13 @@
 
 #include <unistd.h>
 
+#include <map>
+#include <tuple>
+
+#include "pipeline/filter/filter.hh"
+#include "pipeline/stats/stage_latency.hh"
+#include "pipeline/stats/tsc.hh"
+
 namespace rawpipe::ops {
 namespace {
 
@@ -26,7 +33,88 @@ nlohmann::json queue_json(const QueueCounters& q) {
           {"tx_errors", q.tx_errors}};
 }
 
+std::string attach_text(const Pipeline& p, const FilterAttachPoint& at) {
+  if (!at.on_queue) return fmt::format("endpoint {}", at.endpoint < p.endpoint_count() ? p.endpoint_name(at.endpoint) : std::to_string(at.endpoint));
+  return fmt::format("queue {}:{}", at.port < p.port_count() ? p.port_name(at.port) : std::to_string(at.port), at.queue);
+}
+
+// Filter registrations grouped by (name, attachment): a callback replaced by itself keeps one
+// entry whose counters keep growing.
+nlohmann::json filters_json(const Pipeline& pipeline) {
+  struct Group {
+    FilterStats sum;
+    std::size_t order = 0;
+  };
+  std::map<std::tuple<std::string, bool, std::uint16_t, std::uint16_t, std::uint16_t>, Group> groups;
+  for (const FilterStats& f : pipeline.filters().stats()) {
+    auto key = std::make_tuple(f.name, f.at.on_queue, f.at.endpoint, f.at.port, f.at.queue);
+    auto [it, fresh] = groups.try_emplace(key);
+    Group& g = it->second;
+    if (fresh) {
+      g.sum.name = f.name;
+      g.sum.at = f.at;
+      g.order = groups.size();
+    }
+    g.sum.attached |= f.attached;
+    g.sum.seen += f.seen;
+    g.sum.recv += f.recv;
+    g.sum.drop += f.drop;
+    g.sum.hold += f.hold;
+    g.sum.invalid += f.invalid;
+    g.sum.latency.merge(f.latency);
+  }
+  std::vector<const Group*> ordered;
+  for (const auto& [k, g] : groups) ordered.push_back(&g);
+  std::sort(ordered.begin(), ordered.end(), [](const Group* a, const Group* b) { return a->order < b->order; });
+  nlohmann::json out = nlohmann::json::array();
+  for (const Group* g : ordered) {
+    const FilterStats& f = g->sum;
+    nlohmann::json j = {{"name", f.name},       {"attach", attach_text(pipeline, f.at)}, {"attached", f.attached},
+                        {"seen", f.seen},       {"recv", f.recv},   {"drop", f.drop},   {"hold", f.hold},
+                        {"invalid", f.invalid}, {"latency", histogram_json(f.latency)}};
+    if (f.at.on_queue) {
+      j["port"] = f.at.port < pipeline.port_count() ? pipeline.port_name(f.at.port) : std::to_string(f.at.port);
+      j["queue"] = f.at.queue;
+    } else {
+      j["endpoint"] = f.at.endpoint < pipeline.endpoint_count() ? pipeline.endpoint_name(f.at.endpoint)
+                                                                : std::to_string(f.at.endpoint);
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// Per lcore and stage, and merged over lcores per stage.
+nlohmann::json latency_json(const Pipeline& pipeline, const PipelineSnapshot& snap) {
+  nlohmann::json j;
+  j["sample_every"] = pipeline.plan().metrics.latency_sample;
+  j["unit"] = "ns per packet";
+  std::array<HistogramSnapshot, kStageCount> total;
+  j["lcores"] = nlohmann::json::array();
+  for (std::size_t l = 0; l < pipeline.lcore_count(); ++l) {
+    const StageLatency* lat = pipeline.lcore_latency(l);
+    if (!lat) continue;
+    nlohmann::json lj;
+    lj["id"] = l < snap.lcores.size() ? snap.lcores[l].id : l;
+    for (std::size_t s = 0; s < kStageCount; ++s) {
+      const HistogramSnapshot h = lat->stage[s].snapshot();
+      lj["stages"][std::string(kStageNames[s])] = histogram_json(h);
+      total[s].merge(h);
+    }
+    j["lcores"].push_back(std::move(lj));
+  }
+  for (std::size_t s = 0; s < kStageCount; ++s) j["stages"][std::string(kStageNames[s])] = histogram_json(total[s]);
+  return j;
+}
+
 }  // namespace
+
+nlohmann::json histogram_json(const HistogramSnapshot& h) {
+  const double k = h.count ? tsc_ns_per_cycle() : 1.0;  // calibrate only once something was timed
+  auto ns = [k](std::uint64_t cycles) { return static_cast<std::uint64_t>(static_cast<double>(cycles) * k + 0.5); };
+  return {{"samples", h.count},          {"sum_ns", ns(h.sum)},          {"p50_ns", ns(h.quantile(0.5))},
+          {"p99_ns", ns(h.quantile(0.99))}, {"p999_ns", ns(h.quantile(0.999))}, {"max_ns", ns(h.max)}};
+}
 
 bool is_port_drop_counter(std::string_view name) noexcept {
   for (std::string_view k : {"drop", "overflow", "error", "truncated", "too_long", "oversize", "nombuf",
@@ -107,6 +195,8 @@ nlohmann::json stats_document(const Pipeline& pipeline, std::string_view name) {
   tree["port_total"] = port_drop_total;
   tree["port"] = port_drops;
   doc["drops"] = tree;
+  doc["filters"] = filters_json(pipeline);
+  doc["latency"] = latency_json(pipeline, snap);
   return doc;
 }
 

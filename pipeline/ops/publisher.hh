@@ -16,6 +16,7 @@
 
 #include "pipeline/engine/pipeline.hh"
 #include "pipeline/ops/shm_stats.hh"
+#include "pipeline/stats/histogram.hh"
 
 namespace rawpipe::ops {
 
@@ -25,7 +26,12 @@ bool is_port_drop_counter(std::string_view name) noexcept;
 
 // Everything `rawpipe stat` shows: lcores, endpoints, ports and queues (with path report and
 // extended counters), pools, and the drop tree ("drops": {"total", "port": {...}, "pipeline": {...}}).
+// Also "filters" (per filter callback: seen, verdicts, latency) and "latency" (sampled per-stage
+// latency per lcore and merged). Safe to call from several control threads at once.
 nlohmann::json stats_document(const Pipeline& pipeline, std::string_view name);
+
+// A latency histogram (TSC cycles) as {"samples", "sum_ns", "p50_ns", "p99_ns", "p999_ns", "max_ns"}.
+nlohmann::json histogram_json(const HistogramSnapshot& h);
 
 class StatsPublisher {
  public:

@@ -1,0 +1,45 @@
+#include "pipeline/config/metrics_section.hh"
+
+#include <arpa/inet.h>
+
+#include <charconv>
+#include <string>
+
+namespace rawpipe {
+
+Result<ListenAddress> parse_listen_address(std::string_view text) {
+  const std::size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == text.size())
+    return Status::errorf("\"{}\" is not \"ADDRESS:PORT\" (e.g. \"127.0.0.1:9464\")", text);
+  const std::string host(text.substr(0, colon));
+  const std::string_view port_text = text.substr(colon + 1);
+  ListenAddress out;
+  in_addr a{};
+  if (inet_pton(AF_INET, host.c_str(), &a) != 1)
+    return Status::errorf("\"{}\": \"{}\" is not an IPv4 address (use 127.0.0.1 to serve this host only, "
+                          "0.0.0.0 for every interface)",
+                          text, host);
+  out.addr_be = a.s_addr;
+  unsigned port = 0;
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535)
+    return Status::errorf("\"{}\": port \"{}\" is not a number from 0 to 65535", text, port_text);
+  out.port = static_cast<std::uint16_t>(port);
+  return out;
+}
+
+void load_metrics_section(ConfigSection& root, Plan& plan) {
+  std::optional<ConfigSection> t = root.table("metrics");
+  if (!t) return;
+  ConfigSection& s = *t;
+  s.set_label("metrics");
+  if (s.has("listen")) {
+    plan.metrics.listen = s.string("listen");
+    if (auto a = parse_listen_address(plan.metrics.listen); !a) s.fail("listen", a.message());
+  }
+  plan.metrics.latency_sample =
+      static_cast<std::uint32_t>(s.integer("latency_sample", 0, 1 << 20, plan.metrics.latency_sample));
+  (void)s.finish();
+}
+
+}  // namespace rawpipe
