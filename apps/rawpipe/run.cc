@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include <fmt/core.h>
@@ -17,6 +18,8 @@
 #include "apps/rawpipe/report.hh"
 #include "pipeline/ops/metrics_server.hh"
 #include "pipeline/ops/publisher.hh"
+#include "pipeline/privilege/drop.hh"
+#include "pipeline/privilege/plugin_path.hh"
 
 namespace rawpipe::app {
 namespace {
@@ -73,6 +76,18 @@ int run_command(const RunOptions& options) {
   Plan plan = std::move(loaded->plan);
   const AppSettings app = loaded->app;
   if (options.duration_s) plan.duration_s = *options.duration_s;
+  // Before anything is set up: plugins load only from [run] plugin_dirs, and a [run] user that
+  // does not exist stops the run before a port opens.
+  if (app.privilege.plugin_dirs_set) set_plugin_dirs(app.privilege.plugin_dirs);
+  std::optional<privilege::RunUser> run_user;
+  if (!app.privilege.user.empty()) {
+    auto u = privilege::resolve_run_user(app.privilege.user, app.privilege.group);
+    if (!u) {
+      fmt::print(stderr, "rawpipe: {}: {}\n", options.config, u.message());
+      return 1;
+    }
+    run_user = u.value();
+  }
 
   auto created = Pipeline::create(plan);
   if (!created) {
@@ -123,6 +138,27 @@ int run_command(const RunOptions& options) {
       return 1;
     }
     fmt::print("metrics: http://{}/metrics\n", metrics.address());
+    std::fflush(stdout);
+  }
+
+  // Setup is complete (ports started, lcores running, stats segment created): give up what the
+  // run no longer needs, on every thread (pipeline/privilege/drop.hh).
+  if (app.privilege.drop) {
+    privilege::DropRequest req;
+    for (std::uint16_t p = 0; p < pipeline->port_count(); ++p)
+      req.keep |= privilege::runtime_needs_for_port(pipeline->port(p).pmd_name(), pipeline->port_name(p), req.keep_why);
+    req.switch_user = run_user.has_value();
+    if (run_user) req.user = *run_user;
+    if (!publisher.path().empty()) req.hand_over.push_back(publisher.path());
+    auto dropped = privilege::drop_privileges(req);
+    if (!dropped) {
+      fmt::print(stderr, "rawpipe: cannot drop privileges, stopping: {}\n", dropped.message());
+      consumer.stop();
+      (void)pipeline->stop();
+      publisher.stop();
+      return 1;
+    }
+    fmt::print("{}\n", dropped->line);
     std::fflush(stdout);
   }
 

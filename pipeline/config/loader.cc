@@ -237,6 +237,7 @@ void load_run(ConfigSection& root, Plan& plan, AppSettings& app, unsigned cpus) 
     s.fail("default_endpoint", "is only used with default_action = \"endpoint\"");
   }
   app.consumer_cpu = static_cast<int>(s.integer("consumer_cpu", -1, 4095, -1));
+  app.privilege = read_privilege_keys(s);
   if (app.consumer_cpu >= static_cast<int>(cpus))
     s.fail("consumer_cpu", fmt::format("cpu {} is beyond this machine's {} CPU{} (0 to {})", app.consumer_cpu, cpus,
                                        cpus == 1 ? "" : "s", cpus - 1));

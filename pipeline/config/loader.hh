@@ -17,6 +17,7 @@
 
 #include "pipeline/common/status.hh"
 #include "pipeline/plan/plan.hh"
+#include "pipeline/privilege/settings.hh"
 
 namespace rawpipe {
 
@@ -34,6 +35,7 @@ struct LoadOptions {
 // pipeline itself.
 struct AppSettings {
   int consumer_cpu = -1;  // CPU of the thread that drains "ring" endpoints; -1: not pinned
+  PrivilegeSettings privilege;  // [run] drop_privileges, user, group, plugin_dirs
 };
 
 struct LoadedConfig {

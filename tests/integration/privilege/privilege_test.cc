@@ -1,0 +1,311 @@
+// `rawpipe run` with [run] user = "nobody": after setup the running process, every thread of it,
+// has no capability left (effective, permitted, bounding, ambient), runs as nobody with
+// no_new_privs, traffic keeps flowing after the drop, the stats segment stays readable and is
+// removed at exit, and the final accounting balances. On synth and on af_packet in a namespace.
+// Needs root (it switches user and builds a namespace); skips otherwise.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "pipeline/ops/shm_stats.hh"
+#include "pipeline/privilege/drop.hh"
+#include "tests/support/netns.hh"
+
+extern char** environ;
+
+namespace rawpipe {
+namespace {
+
+namespace fs = std::filesystem;
+using privilege::read_task_creds;
+
+fs::path build_dir() {
+  fs::path exe = fs::read_symlink("/proc/self/exe");
+  for (fs::path dir = exe.parent_path(); dir.has_relative_path(); dir = dir.parent_path())
+    if (fs::exists(dir / "meson-info" / "meson-info.json")) return dir;
+  return {};
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class PrivilegeRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "switching to user nobody needs root";
+    const passwd* pw = getpwnam("nobody");
+    if (!pw) GTEST_SKIP() << "this host has no user 'nobody'";
+    nobody_uid_ = pw->pw_uid;
+    nobody_gid_ = pw->pw_gid;
+    bin_ = build_dir() / "apps" / "rawpipe" / "rawpipe";
+    ASSERT_TRUE(fs::exists(bin_)) << bin_ << " is not built";
+    tmp_ = fs::temp_directory_path() / ("rawpipe-priv-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(tmp_);
+    // The JSON summary is written after the drop, by nobody.
+    ASSERT_EQ(chown(tmp_.c_str(), nobody_uid_, nobody_gid_), 0);
+  }
+  void TearDown() override {
+    if (!tmp_.empty()) fs::remove_all(tmp_);
+  }
+
+  pid_t spawn(const std::vector<std::string>& args) {
+    std::vector<std::string> full = args;
+    std::vector<char*> argv;
+    for (auto& a : full) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, (tmp_ / "stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, (tmp_ / "stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    EXPECT_EQ(rc, 0) << "posix_spawn " << args[0];
+    return rc == 0 ? pid : -1;
+  }
+
+  std::string out() { return slurp(tmp_ / "stdout") + slurp(tmp_ / "stderr"); }
+
+  // Waits for the line rawpipe prints after the drop.
+  bool wait_for_drop(pid_t pid) {
+    for (int i = 0; i < 1000; ++i) {
+      if (slurp(tmp_ / "stdout").find("privileges: running as") != std::string::npos) return true;
+      int st;
+      if (waitpid(pid, &st, WNOHANG) == pid) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  // Every task of the running process: no capability anywhere, nobody, no_new_privs.
+  void expect_unprivileged(pid_t pid) {
+    unsigned tasks = 0;
+    for (const auto& e : fs::directory_iterator(fmt::format("/proc/{}/task", pid))) {
+      auto c = read_task_creds((e.path() / "status").string());
+      ASSERT_TRUE(c) << c.message();
+      const auto& t = c.value();
+      SCOPED_TRACE(e.path().string());
+      EXPECT_EQ(t.eff, 0u);
+      EXPECT_EQ(t.prm, 0u);
+      EXPECT_EQ(t.inh, 0u);
+      EXPECT_EQ(t.bnd, 0u);
+      EXPECT_EQ(t.amb, 0u);
+      EXPECT_EQ(t.no_new_privs, 1);
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(t.uid[i], nobody_uid_);
+        EXPECT_EQ(t.gid[i], nobody_gid_);
+      }
+      ++tasks;
+    }
+    // main, lcore, ring consumer, stats publisher at least
+    EXPECT_GE(tasks, 4u);
+  }
+
+  std::uint64_t rx_now(pid_t pid) {
+    auto r = ops::ShmStatsReader::open(std::to_string(pid));
+    EXPECT_TRUE(r) << r.message();
+    if (!r) return 0;
+    auto doc = r->read();
+    EXPECT_TRUE(doc) << doc.message();
+    if (!doc) return 0;
+    auto j = nlohmann::json::parse(doc.value(), nullptr, false);
+    if (j.is_discarded() || !j.contains("total")) return 0;
+    return j["total"]["rx_packets"].get<std::uint64_t>();
+  }
+
+  int wait_exit(pid_t pid) {
+    int st = 0;
+    for (int i = 0; i < 3000; ++i) {
+      if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    ADD_FAILURE() << "rawpipe did not exit";
+    return -1;
+  }
+
+  void expect_balanced(const fs::path& json) {
+    std::ifstream in(json);
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << slurp(json) << out();
+    std::uint64_t drops = 0;
+    for (auto& [reason, n] : j["drops"].items()) drops += n.get<std::uint64_t>();
+    EXPECT_EQ(j["rx_packets"].get<std::uint64_t>(),
+              j["delivered"].get<std::uint64_t>() + j["transmitted"].get<std::uint64_t>() + drops);
+    EXPECT_TRUE(j["balanced"].get<bool>());
+    EXPECT_EQ(j["buffers_outstanding"].get<std::uint64_t>(), 0u);
+    EXPECT_GT(j["rx_packets"].get<std::uint64_t>(), 0u);
+  }
+
+  uid_t nobody_uid_ = 0;
+  gid_t nobody_gid_ = 0;
+  fs::path bin_, tmp_;
+};
+
+constexpr const char* kTail = R"(
+[[endpoints]]
+name = "app"
+action = "ring"
+match = ["udp dst *:5000"]
+[[endpoints]]
+name = "rest"
+action = "sink"
+[[lcores]]
+rx = ["p:0"]
+)";
+
+TEST_F(PrivilegeRun, SynthAsNobodyHasNoCapabilityAndBalances) {
+  const fs::path cfg = tmp_ / "synth.toml";
+  std::ofstream(cfg) << "[run]\nuser = \"nobody\"\nduration = 3\nstats_interval = 0.1\ndefault_action = \"endpoint\"\n"
+                        "default_endpoint = \"rest\"\n[[pools]]\nname = \"rx\"\ncount = 4096\n"
+                        "[[ports]]\nname = \"p\"\npmd = \"synth\"\nrate_pps = 200000\n"
+                     << kTail;
+  const fs::path json = tmp_ / "synth.json";
+  pid_t pid = spawn({bin_.string(), "run", cfg.string(), "--json", json.string()});
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_for_drop(pid)) << out();
+  expect_unprivileged(pid);
+  EXPECT_NE(slurp(tmp_ / "stdout").find("capabilities kept: none"), std::string::npos) << out();
+  // The segment was created by root and handed to nobody: 0600, readable here, growing.
+  struct stat st {};
+  ASSERT_EQ(stat(ops::shm_stats_path(pid).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_uid, nobody_uid_);
+  const std::uint64_t a = rx_now(pid);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  const std::uint64_t b = rx_now(pid);
+  EXPECT_GT(b, a) << "traffic stopped after the drop";
+  ASSERT_EQ(wait_exit(pid), 0) << out();
+  expect_balanced(json);
+  EXPECT_FALSE(fs::exists(ops::shm_stats_path(pid))) << "nobody could not remove the stats segment";
+}
+
+TEST_F(PrivilegeRun, AfPacketInNamespaceAsNobodyKeepsReceiving) {
+  if (auto why = test::netns_unavailable_reason()) GTEST_SKIP() << *why;
+  auto ns = test::NetNs::create("rppriv");
+  ASSERT_TRUE(ns) << ns.message();
+  test::VethEnd in{&ns.value(), "", {"10.78.0.1/24"}, "", 0};
+  test::VethEnd peer{nullptr, "", {"10.78.0.2/24"}, "", 0};
+  auto veth = test::VethPair::create(in, peer);
+  ASSERT_TRUE(veth) << veth.message();
+
+  const fs::path cfg = tmp_ / "afp.toml";
+  std::ofstream(cfg) << "[run]\nuser = \"nobody\"\nduration = 3\nstats_interval = 0.1\ndefault_action = \"endpoint\"\n"
+                        "default_endpoint = \"rest\"\n[[pools]]\nname = \"rx\"\ncount = 4096\n"
+                        "[[ports]]\nname = \"p\"\npmd = \"af_packet\"\ninterface = \""
+                     << veth->a().name << "\"\n"
+                     << kTail;
+  // Datagrams from this namespace to the rawpipe side for the whole run.
+  std::atomic<bool> stop{false};
+  std::thread sender([&] {
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(5000);
+    inet_pton(AF_INET, "10.78.0.1", &to.sin_addr);
+    char payload[64] = "rawpipe privilege test";
+    while (!stop.load()) {
+      (void)sendto(fd, payload, sizeof payload, 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    close(fd);
+  });
+  const fs::path json = tmp_ / "afp.json";
+  pid_t pid = spawn({"ip", "netns", "exec", ns->name(), bin_.string(), "run", cfg.string(), "--json", json.string()});
+  ASSERT_GT(pid, 0);
+  const bool dropped = wait_for_drop(pid);
+  if (dropped) {
+    expect_unprivileged(pid);
+    const std::uint64_t a = rx_now(pid);
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    EXPECT_GT(rx_now(pid), a) << "af_packet stopped receiving after the drop";
+  }
+  const int rc = wait_exit(pid);
+  stop = true;
+  sender.join();
+  ASSERT_TRUE(dropped) << out();
+  ASSERT_EQ(rc, 0) << out();
+  expect_balanced(json);
+}
+
+// A user that does not exist stops the run before anything is set up: no port, no segment.
+TEST_F(PrivilegeRun, MissingUserFailsBeforeSetup) {
+  const fs::path cfg = tmp_ / "nouser.toml";
+  std::ofstream(cfg) << "[run]\nuser = \"no-such-user-rawpipe\"\nduration = 1\ndefault_action = \"endpoint\"\n"
+                        "default_endpoint = \"rest\"\n[[pools]]\nname = \"rx\"\n"
+                        "[[ports]]\nname = \"p\"\npmd = \"synth\"\n"
+                     << kTail;
+  pid_t pid = spawn({bin_.string(), "run", cfg.string()});
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(wait_exit(pid), 1);
+  EXPECT_NE(out().find("user \"no-such-user-rawpipe\" does not exist"), std::string::npos) << out();
+  EXPECT_EQ(out().find("port p"), std::string::npos) << "a port was set up: " << out();
+  EXPECT_FALSE(fs::exists(ops::shm_stats_path(pid)));
+}
+
+// Nothing starts half-configured: a config the loader rejects, and one whose port cannot open,
+// both end the run with a non-zero status before the stats segment exists. Needs no privileges.
+TEST(PrivilegeBadConfig, StartsNothing) {
+  const fs::path bin = build_dir() / "apps" / "rawpipe" / "rawpipe";
+  ASSERT_TRUE(fs::exists(bin)) << bin;
+  const fs::path tmp = fs::temp_directory_path() / ("rawpipe-priv-bad-" + std::to_string(getpid()));
+  fs::create_directories(tmp);
+  const std::string base = "[run]\nduration = 1\n[[pools]]\nname = \"rx\"\n[[endpoints]]\nname = \"e\"\n"
+                           "action = \"sink\"\nmatch = [\"udp\"]\n[[lcores]]\nrx = [\"p:0\"]\n";
+  struct Case {
+    const char* name;
+    std::string port;
+    const char* says;
+  } cases[] = {
+      {"loader", "[[ports]]\nname = \"p\"\npmd = \"synth\"\nrate_pps = \"fast\"\n", "key 'rate_pps'"},
+      {"open", "[[ports]]\nname = \"p\"\npmd = \"af_packet\"\ninterface = \"rawpipe-no-such-if\"\n",
+       "rawpipe-no-such-if"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const fs::path cfg = tmp / (std::string(c.name) + ".toml");
+    std::ofstream(cfg) << base << c.port;
+    std::vector<char*> argv = {const_cast<char*>(bin.c_str()), const_cast<char*>("run"),
+                               const_cast<char*>(cfg.c_str()), nullptr};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, (tmp / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, (tmp / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    ASSERT_EQ(posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    const std::string out = slurp(tmp / "out") + slurp(tmp / "err");
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) != 0) << out;
+    EXPECT_NE(out.find(c.says), std::string::npos) << out;
+    EXPECT_EQ(out.find("running for"), std::string::npos) << out;
+    EXPECT_FALSE(fs::exists(ops::shm_stats_path(pid))) << "a stats segment outlived a failed start";
+  }
+  fs::remove_all(tmp);
+}
+
+}  // namespace
+}  // namespace rawpipe

@@ -1,0 +1,142 @@
+// The plugin path policy (pipeline/privilege/plugin_path.hh): each rule refuses what it should,
+// with a message naming the path and the rule, and a plugin in a good place is accepted.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "pipeline/privilege/plugin_path.hh"
+
+namespace rawpipe {
+namespace {
+
+namespace fs = std::filesystem;
+
+class PluginPath : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("rawpipe-plugin-path-" + std::to_string(getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(root_ / "good");
+    fs::create_directories(root_ / "other");
+    chmod(root_.c_str(), 0755);
+    chmod((root_ / "good").c_str(), 0755);
+    chmod((root_ / "other").c_str(), 0755);
+    good_ = (root_ / "good" / "f.so").string();
+    other_ = (root_ / "other" / "f.so").string();
+    for (const auto& p : {good_, other_}) {
+      std::ofstream(p) << "not really ELF; the policy does not load it";
+      chmod(p.c_str(), 0644);
+    }
+  }
+  void TearDown() override {
+    chmod((root_ / "good").c_str(), 0755);
+    fs::remove_all(root_);
+  }
+  std::vector<std::string> good_dir() const { return {(root_ / "good").string()}; }
+
+  fs::path root_;
+  std::string good_, other_;
+};
+
+TEST_F(PluginPath, AcceptsARegularFileInsideAnAllowedDirectory) {
+  PluginFile f;
+  Status s = check_plugin_path(good_, good_dir(), &f);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(f.real_path(), fs::canonical(good_).string());
+  EXPECT_GE(f.fd(), 0);
+  // The descriptor path names the same file as the checked path.
+  struct stat a {}, b {};
+  ASSERT_EQ(stat(f.dlopen_path().c_str(), &a), 0);
+  ASSERT_EQ(stat(good_.c_str(), &b), 0);
+  EXPECT_EQ(a.st_ino, b.st_ino);
+}
+
+TEST_F(PluginPath, RefusesAPathOutsideThePluginDirs) {
+  Status s = check_plugin_path(other_, good_dir());
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find(other_), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("rule inside-plugin-dirs"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find((root_ / "good").string()), std::string::npos) << s.message();
+  // A directory whose name is a prefix of another is not its parent.
+  fs::create_directories(root_ / "goodness");
+  std::ofstream(root_ / "goodness" / "f.so") << "x";
+  EXPECT_FALSE(check_plugin_path((root_ / "goodness" / "f.so").string(), good_dir()));
+}
+
+TEST_F(PluginPath, RefusesASymlinkThatEscapesThePluginDir) {
+  const fs::path link = root_ / "good" / "escape.so";
+  fs::create_symlink(other_, link);
+  Status s = check_plugin_path(link.string(), good_dir());
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find(link.string()), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("resolves to " + fs::canonical(other_).string()), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("rule inside-plugin-dirs"), std::string::npos) << s.message();
+  // A symlink that stays inside is fine: the file it names is what is checked.
+  const fs::path inner = root_ / "good" / "alias.so";
+  fs::create_symlink(good_, inner);
+  EXPECT_TRUE(check_plugin_path(inner.string(), good_dir()));
+  // And a path that climbs out with ".." is resolved the same way.
+  EXPECT_FALSE(check_plugin_path((root_ / "good" / ".." / "other" / "f.so").string(), good_dir()));
+}
+
+TEST_F(PluginPath, RefusesAWorldWritableDirectoryWithoutStickyBit) {
+  ASSERT_EQ(chmod((root_ / "good").c_str(), 0777), 0);
+  Status s = check_plugin_path(good_, good_dir());
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find(good_), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("rule no-world-writable-dir"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("directory " + (root_ / "good").string()), std::string::npos) << s.message();
+  // With the sticky bit (like /tmp) others cannot replace the file: accepted.
+  ASSERT_EQ(chmod((root_ / "good").c_str(), 01777), 0);
+  EXPECT_TRUE(check_plugin_path(good_, good_dir()));
+}
+
+TEST_F(PluginPath, RefusesAWorldWritableParentFurtherUp) {
+  // The allowed dir itself is fine, but its parent is writable by everyone: anyone could rename it.
+  ASSERT_EQ(chmod(root_.c_str(), 0777), 0);
+  Status s = check_plugin_path(good_, good_dir());
+  chmod(root_.c_str(), 0755);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("directory " + root_.string() + " is writable by every user"), std::string::npos)
+      << s.message();
+}
+
+TEST_F(PluginPath, RefusesAWorldWritableFile) {
+  ASSERT_EQ(chmod(good_.c_str(), 0666), 0);
+  Status s = check_plugin_path(good_, good_dir());
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find(good_), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("rule file-not-world-writable"), std::string::npos) << s.message();
+}
+
+TEST_F(PluginPath, RefusesADirectoryAndAMissingFile) {
+  Status dir = check_plugin_path((root_ / "good").string(), {root_.string()});
+  ASSERT_FALSE(dir);
+  EXPECT_NE(dir.message().find("rule regular-file"), std::string::npos) << dir.message();
+  Status missing = check_plugin_path((root_ / "good" / "nope.so").string(), good_dir());
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.message().find("nope.so': cannot open it"), std::string::npos) << missing.message();
+}
+
+TEST_F(PluginPath, AnAllowedDirectoryThatDoesNotExistAllowsNothing) {
+  Status s = check_plugin_path(good_, {(root_ / "absent").string()});
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("rule inside-plugin-dirs"), std::string::npos);
+}
+
+TEST_F(PluginPath, ProcessWideDirsDefaultToTheBuildAndInstallDirs) {
+  const auto defaults = default_plugin_dirs();
+  ASSERT_EQ(defaults.size(), 2u);
+  EXPECT_TRUE(defaults[0].ends_with("/plugins")) << defaults[0];
+  EXPECT_TRUE(defaults[1].ends_with("/rawpipe/filters")) << defaults[1];
+  EXPECT_EQ(plugin_dirs(), defaults);
+  set_plugin_dirs(good_dir());
+  EXPECT_EQ(plugin_dirs(), good_dir());
+  set_plugin_dirs(defaults);
+}
+
+}  // namespace
+}  // namespace rawpipe
