@@ -21,7 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum class Sec { kRun, kPool, kPort, kEndpoint, kLcore };
+// The sections the matrix knows; optional ones are emitted only when a row puts a key in them.
+enum class Sec { kRun, kPool, kPort, kEndpoint, kLcore, kMetrics };
 
 struct Row {
   Sec sec;
@@ -153,6 +154,9 @@ const Row kRows[] = {
     {Sec::kPort, "mana-model", "coalesce", "\"4\"", "5"},
     {Sec::kPort, "mana-model", "inject_rx_error_every", "\"1\"", "-1"},
     {Sec::kPort, "mana-model", "inject_rx_error_run", "\"1\"", "0"},
+    // [metrics]
+    {Sec::kMetrics, "", "listen", "9464", "\"127.0.0.1:70000\""},
+    {Sec::kMetrics, "", "latency_sample", "\"64\"", "-1"},
     // [[endpoints]]
     {Sec::kEndpoint, "", "name", "1", "\"\""},
     {Sec::kEndpoint, "", "action", "1", "\"mirror\""},
@@ -183,6 +187,7 @@ class Doc {
       case Sec::kPool: return pool_;
       case Sec::kPort: return port_;
       case Sec::kEndpoint: return endpoint_;
+      case Sec::kMetrics: return metrics_;
       default: return lcore_;
     }
   }
@@ -214,11 +219,12 @@ class Doc {
     emit(Sec::kPort, "[[ports]]", port_);
     emit(Sec::kEndpoint, "[[endpoints]]", endpoint_);
     emit(Sec::kLcore, "[[lcores]]", lcore_);
+    if (!metrics_.empty()) emit(Sec::kMetrics, "[metrics]", metrics_);
     return out;
   }
 
  private:
-  std::vector<std::string> run_, pool_, port_, endpoint_, lcore_;
+  std::vector<std::string> run_, pool_, port_, endpoint_, lcore_, metrics_;
 };
 
 LoadOptions options() {
@@ -239,6 +245,7 @@ std::string label(Sec s) {
     case Sec::kPool: return "pools[0]";
     case Sec::kPort: return "ports[0]";
     case Sec::kEndpoint: return "endpoints[0]";
+    case Sec::kMetrics: return "metrics";
     default: return "lcores[0]";
   }
 }
@@ -284,7 +291,7 @@ TEST(MalformedMatrix, WrongTypeAndOutOfRangeNameFileLineAndKey) {
 }
 
 TEST(MalformedMatrix, UnknownKeyInEachSection) {
-  for (Sec s : {Sec::kRun, Sec::kPool, Sec::kPort, Sec::kEndpoint, Sec::kLcore}) {
+  for (Sec s : {Sec::kRun, Sec::kPool, Sec::kPort, Sec::kEndpoint, Sec::kLcore, Sec::kMetrics}) {
     for (const auto& [pmd, base] : kDriverBase) {
       if (!driver_built(pmd) || (s != Sec::kPort && pmd != "synth")) continue;
       Doc d(pmd);
@@ -416,7 +423,8 @@ TEST(MalformedMatrix, EverySampleConfigKeyHasARow) {
                                          {"pools", Sec::kPool},
                                          {"ports", Sec::kPort},
                                          {"endpoints", Sec::kEndpoint},
-                                         {"lcores", Sec::kLcore}};
+                                         {"lcores", Sec::kLcore},
+                                         {"metrics", Sec::kMetrics}};
   std::set<std::pair<int, std::string>> rows;
   for (const Row& r : kRows) rows.insert({static_cast<int>(r.sec), r.key});
   const std::regex header(R"(^\s*\[\[?\s*([A-Za-z0-9_.]+)\s*\]\]?)");
