@@ -7,6 +7,7 @@
 //   interface.cc     interface exists, its driver, link state, MTU against the XDP limits, queues
 //   numa.cc          NUMA node of the NIC against the CPUs of the lcores that poll it
 //   bpffs.cc         /sys/fs/bpf for libxdp
+//   xdp_program.cc   the af_xdp driver is built in and its XDP program object is where it looks
 //   rdma.cc          rdma-core libraries, RDMA devices, the mlx5/mana preflight, the MANA vPort
 //   path.cc          which driver and mode each port will run in, and why auto skips each rung
 #pragma once
@@ -23,6 +24,7 @@ void check_hugepages(const Needs* needs, const HostFacts& host, Report& report);
 void check_interfaces(const Needs* needs, const HostFacts& host, Report& report);
 void check_numa(const Needs* needs, const HostFacts& host, Report& report);
 void check_bpffs(const Needs* needs, const HostFacts& host, Report& report);
+void check_xdp_program(const Needs* needs, const HostFacts& host, Report& report);
 void check_rdma(const Needs* needs, const HostFacts& host, Report& report);
 void check_paths(const Needs* needs, const HostFacts& host, Report& report);
 

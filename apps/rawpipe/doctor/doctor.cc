@@ -25,6 +25,7 @@ Report run_checks(const Needs* needs, const HostFacts& host) {
   check_memlock(needs, host, r);
   check_hugepages(needs, host, r);
   check_interfaces(needs, host, r);
+  check_xdp_program(needs, host, r);
   check_bpffs(needs, host, r);
   check_rdma(needs, host, r);
   check_numa(needs, host, r);

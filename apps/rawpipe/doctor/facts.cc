@@ -13,6 +13,9 @@
 #include "pmd/rdma/discovery.hh"
 #include "pmd/rdma/loader.hh"
 #endif
+#if defined(RAWPIPE_HAVE_PMD_AF_XDP)
+#include "pmd/af_xdp/program.hh"
+#endif
 #if defined(RAWPIPE_HAVE_PMD_MLX5)
 #include "pmd/mlx5/probe.hh"
 #endif
@@ -142,6 +145,13 @@ HostFacts gather_host(const GatherOptions& o) {
     h.rdma_devices.push_back(e.path().filename().string());
   std::sort(h.rdma_devices.begin(), h.rdma_devices.end());
 
+#if defined(RAWPIPE_HAVE_PMD_AF_XDP)
+  h.af_xdp_built = true;
+  if (auto obj = af_xdp::find_program_object())
+    h.xdp_object = obj.value();
+  else
+    h.xdp_object_error = obj.message();
+#endif
   utsname u{};
   if (uname(&u) == 0) h.kernel = u.release;
   h.binary = fs::read_symlink(fs::path(o.proc_root) / "self/exe", ec).string();

@@ -47,6 +47,10 @@ struct HostFacts {
   bool rdma_built = false;
   std::string ibverbs_error;
   std::vector<std::string> rdma_devices;
+  // The XDP program af_xdp ports attach (pmd/af_xdp/program.hh finds it): its path, or why not.
+  bool af_xdp_built = false;
+  std::string xdp_object;
+  std::string xdp_object_error;
   std::string kernel;                 // uname -r
   std::string binary;                 // /proc/self/exe, for setcap fixes
 };

@@ -21,6 +21,8 @@ bool has_bpf(const HostFacts& h) { return h.caps.has(39) || h.caps.has(CAP_SYS_A
 // Why the af_xdp rung would not open, or "" when it should.
 std::string af_xdp_blocker(const PortNeed& p, const NetdevFacts& n, const HostFacts& h) {
   if (!n.exists) return "the interface does not exist";
+  if (!h.af_xdp_built) return "the af_xdp driver is not built into this binary";
+  if (!h.xdp_object_error.empty()) return "its XDP program object is missing";
   if (!h.caps.has(CAP_NET_RAW) || !h.caps.has(CAP_NET_ADMIN) || !has_bpf(h))
     return "needs CAP_NET_RAW, CAP_NET_ADMIN and CAP_BPF";
   const std::uint32_t buf = p.pool ? p.pool->buf_size : 2048;

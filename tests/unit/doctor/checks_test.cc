@@ -54,6 +54,8 @@ HostFacts good_host() {
               {"mana", "pmd mana: interface veth0 has driver 'veth', not mana"}};
   h.netdevs["veth0"] = n;
   h.rdma_built = true;
+  h.af_xdp_built = true;
+  h.xdp_object = "/usr/lib/rawpipe/xdp_steer.bpf.o";
   h.binary = "/usr/bin/rawpipe";
   return h;
 }
@@ -312,6 +314,21 @@ TEST(DoctorChecks, NoConfigChecksTheMachineAndCanRun) {
   const nlohmann::json j = report_json(r);
   EXPECT_TRUE(j["can_run"].get<bool>());
   EXPECT_EQ(j["checks"].size(), r.findings().size());
+}
+
+TEST(DoctorChecks, MissingXdpProgramFailsAfXdpWarnsAuto) {
+  HostFacts h = good_host();
+  h.xdp_object.clear();
+  h.xdp_object_error = "the XDP program xdp_steer.bpf.o was not found (looked in /x)";
+  Needs n = needs(kAfXdp);
+  Report r = run_checks(&n, h);
+  EXPECT_EQ(only(r, "xdp program")->level, Level::kFail);
+  EXPECT_EQ(only(r, "xdp program")->detail, h.xdp_object_error);
+  Needs a = needs("[[ports]]\nname = \"p0\"\npmd = \"auto\"\ninterface = \"veth0\"\n");
+  r = run_checks(&a, h);
+  EXPECT_EQ(only(r, "xdp program")->level, Level::kWarn);
+  EXPECT_NE(only(r, "path p0")->detail.find("would choose af_packet"), std::string::npos);
+  EXPECT_NE(only(r, "path p0")->detail.find("skips af_xdp: its XDP program object is missing"), std::string::npos);
 }
 
 TEST(DoctorChecks, XdpLimits) {
