@@ -16,6 +16,8 @@
 #include "apps/rawpipe/commands.hh"
 #include "apps/rawpipe/consumer.hh"
 #include "apps/rawpipe/report.hh"
+#include "pipeline/capture/tap.hh"
+#include "pipeline/neigh/stage.hh"
 #include "pipeline/ops/metrics_server.hh"
 #include "pipeline/ops/publisher.hh"
 #include "pipeline/privilege/drop.hh"
@@ -200,11 +202,28 @@ int run_command(const RunOptions& options) {
   summary.consumed = consumer.received();
   for (std::uint16_t p = 0; p < pipeline->port_count(); ++p) summary.port_stats.push_back(pipeline->port(p).stats());
   fmt::print("{}", format_summary(summary));
+  nlohmann::json extra_json = nlohmann::json::object();
+  for (const TapWriter* t : pipeline->taps()) {
+    const TapStats ts = t->stats();
+    fmt::print("tap {}: {} captured, {} lost (lane full), {} written to {} file(s), {} bytes\n", t->config().name,
+               ts.captured, ts.dropped, ts.written, ts.files, ts.bytes);
+    extra_json["taps"][t->config().name] = {{"captured", ts.captured}, {"lost", ts.dropped}, {"written", ts.written},
+                                            {"files", t->files()}, {"bytes", ts.bytes}};
+  }
+  if (std::any_of(plan.ports.begin(), plan.ports.end(), [](const PortPlan& p) { return !p.neigh.addresses.empty(); })) {
+    const NeighStats ns = pipeline->neigh_stats();
+    fmt::print("neigh: {} ARP/ND replies sent, {} requests for other addresses ignored, {} malformed, {} replies not "
+               "taken by tx\n", ns.replies, ns.ignored, ns.malformed, ns.tx_failed);
+    extra_json["neigh"] = {{"replies", ns.replies}, {"ignored", ns.ignored}, {"malformed", ns.malformed},
+                           {"tx_failed", ns.tx_failed}};
+  }
   std::fflush(stdout);
 
   int rc = summary.ok() && stopped ? 0 : 2;
   if (!options.json_file.empty()) {
-    if (Status s = write_json(options.json_file, summary_json(summary)); !s) {
+    nlohmann::json j = summary_json(summary);
+    j.update(extra_json);
+    if (Status s = write_json(options.json_file, j); !s) {
       fmt::print(stderr, "rawpipe: {}\n", s.message());
       rc = rc ? rc : 1;
     }

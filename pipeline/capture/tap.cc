@@ -82,6 +82,7 @@ Result<TapConfig> parse_tap_config(ConfigSection& s, std::string name) {
       }
     }
   }
+  c.port = s.string("port", "");
   if (c.max_files && !c.rotate_bytes && c.rotate_seconds == 0)
     s.fail("max_files", "needs rotate_bytes or rotate_seconds");
   RAWPIPE_TRY(s.status());
@@ -94,6 +95,7 @@ Tap::Tap(TapWriter* writer, std::uint32_t bytes)
       mask_(bytes - 1),
       snaplen_(writer->config().snaplen),
       reason_mask_(writer->config().drop_reason_mask),
+      port_filter_(writer->config().port_id),
       drops_only_(writer->config().stage == TapStage::kDrops) {}
 
 Tap::~Tap() { ::operator delete[](ring_, std::align_val_t{kCacheLine}); }
@@ -106,6 +108,7 @@ void tap_burst(Tap& tap, Mbuf* const* pkts, unsigned n) noexcept {
   for (unsigned i = 0; i < n; ++i) {
     const Mbuf* m = pkts[i];
     if (tap.drops_only_ && !((tap.reason_mask_ >> (m->drop_reason & 63)) & 1)) continue;
+    if (tap.port_filter_ >= 0 && m->port != tap.port_filter_) continue;
     std::uint32_t caplen = m->data_len < tap.snaplen_ ? m->data_len : tap.snaplen_;
     std::uint64_t need = record_size(caplen);
     std::uint64_t pos = head & tap.mask_;
@@ -154,6 +157,8 @@ Result<std::unique_ptr<TapWriter>> TapWriter::create(const TapConfig& config) {
   if (!is_power_of_two(config.lane_bytes) || config.lane_bytes < 4 * record_size(config.snaplen))
     return Status::errorf("tap '{}': lane_bytes {} must be a power of two holding at least four records",
                           config.name, config.lane_bytes);
+  if (!config.port.empty() && config.port_id < 0)
+    return Status::errorf("tap '{}': port '{}' was not resolved to a port id", config.name, config.port);
   std::unique_ptr<TapWriter> w(new TapWriter(config));
   RAWPIPE_TRY(w->open_next_file().context(fmt::format("tap '{}'", config.name)));
   return w;

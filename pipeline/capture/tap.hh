@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "pipeline/buf/mbuf.hh"
+#include "pipeline/capture/tap_config.hh"
 #include "pipeline/capture/writer.hh"
 #include "pipeline/common/compiler.hh"
 #include "pipeline/common/status.hh"
@@ -38,24 +39,9 @@ namespace rawpipe {
 
 class ConfigSection;
 
-enum class TapStage : std::uint8_t { kRx, kFiltered, kDrops };
-
-struct TapConfig {
-  std::string name;
-  TapStage stage = TapStage::kRx;
-  std::string path;
-  CaptureFormat format = CaptureFormat::kPcap;
-  std::uint32_t snaplen = 65535;
-  std::uint64_t rotate_bytes = 0;        // 0: no size rotation
-  double rotate_seconds = 0;             // 0: no time rotation
-  std::uint32_t max_files = 0;           // 0: keep every file
-  std::uint32_t lane_bytes = 4u << 20;   // per producer; a power of two
-  std::uint64_t drop_reason_mask = ~0ull;// kDrops only: bit r set = capture drops of reason r
-};
-static_assert(kDropReasonCount <= 64, "drop_reason_mask holds one bit per reason");
-
 // Reads a tap's keys (path, stage, format, snaplen, rotate_bytes, rotate_seconds, max_files,
-// lane_bytes, drop_reasons) from its config table. The caller calls finish().
+// lane_bytes, drop_reasons, port) from its config table; `port` stays a name (port_id -1).
+// The caller calls finish().
 Result<TapConfig> parse_tap_config(ConfigSection& section, std::string name);
 
 struct TapStats {
@@ -85,6 +71,7 @@ class Tap {
   std::uint32_t mask_;
   std::uint32_t snaplen_;
   std::uint64_t reason_mask_;
+  std::int32_t port_filter_;  // -1: every port
   bool drops_only_;
   // Producer line: head (own), cached tail, counters (single writer, read relaxed by stats).
   alignas(kFalseSharingRange) std::atomic<std::uint64_t> head_{0};

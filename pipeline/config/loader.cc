@@ -14,6 +14,8 @@
 #include "pipeline/common/compiler.hh"
 #include "pipeline/config/metrics_section.hh"
 #include "pipeline/config/section.hh"
+#include "pipeline/config/taps_section.hh"
+#include "pipeline/neigh/port_keys.hh"
 
 namespace rawpipe {
 namespace {
@@ -120,6 +122,7 @@ void load_ports(ConfigSection& root, Plan& plan, const LoadOptions& options, std
     p.tx_queues = static_cast<std::uint16_t>(s.integer("tx_queues", 0, kMaxQueues, 1));
     p.rx_ring_size = ring_size(s, "rx_ring_size", 1024);
     p.tx_ring_size = ring_size(s, "tx_ring_size", 1024);
+    p.neigh = read_neigh_port_keys(s);
     p.where = where(s);
 
     const PmdDriver* driver = p.pmd.empty() || !options.find_pmd ? nullptr : options.find_pmd(p.pmd);
@@ -192,6 +195,11 @@ void load_endpoints(ConfigSection& root, Plan& plan, std::vector<ConfigSection>&
     if (s.has("ring_size") && e.action != EndpointAction::kRing)
       s.fail("ring_size", fmt::format("only endpoints with action \"ring\" have a ring (this one is \"{}\")", action));
     e.ring_size = ring_size(s, "ring_size", e.ring_size);
+    if (e.action == EndpointAction::kEcho)
+      e.echo_format = s.choice("echo_format", {"bytes", "sockperf"}, "bytes") == "sockperf" ? EchoFormat::kSockperf
+                                                                                            : EchoFormat::kBytes;
+    else if (s.has("echo_format"))
+      s.fail("echo_format", fmt::format("only endpoints with action \"echo\" have it (this one is \"{}\")", action));
     if (e.action == EndpointAction::kForward) {
       e.forward_port = s.string("port");
       if (!e.forward_port.empty()) {
@@ -395,6 +403,7 @@ Result<LoadedConfig> load_config_string(std::string_view text, const std::string
   load_run(root, plan, out.app, cpus);
   load_metrics_section(root, plan);
   load_lcores(root, plan, lcores, cpus, all_port_names);
+  load_taps(root, plan);
   check_endpoints_reachable(plan, endpoints);
   if (root.status()) check_tx_queues(plan, ports, section_of_port);
 

@@ -2,6 +2,7 @@
 
 #include "pipeline/buf/pool.hh"
 #include "pipeline/dispatch/echo.hh"
+#include "pipeline/dispatch/sockperf_echo.hh"
 
 namespace rawpipe {
 
@@ -43,6 +44,8 @@ void Dispatcher::dispatch_burst(Mbuf* const* pkts, const Verdict* verdicts, unsi
           if (!echo_swap(m)) {
             reason = static_cast<std::uint8_t>(DropReason::kNotForUs);
             d = kUnused;
+          } else if (r.sockperf && !sockperf_reply(m)) [[unlikely]] {
+            d = m->endpoint;  // a sockperf server takes it without a reply: delivered, freed as a sink's
           } else {
             d = static_cast<std::uint16_t>(n_endpoints_ + m->port);
           }

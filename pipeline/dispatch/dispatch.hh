@@ -20,7 +20,8 @@
 //   kRing     enqueue on this lcore's SPSC ring of the endpoint; ring full -> kEndpointRingFull
 //   kSink     count as delivered and free on the lcore
 //   kEcho     5-tuple swap in place (echo.hh) and tx_burst on the ingress port's tx queue owned by
-//             this lcore; not UDP -> kNotForUs
+//             this lcore; not UDP -> kNotForUs. With echo_format "sockperf" only what a sockperf
+//             server answers is sent back (client flag cleared); the rest counts as delivered.
 //   kForward  tx_burst unchanged on the endpoint's forward port
 // Buffers tx_burst does not take are dropped as kTxFailed.
 //
@@ -56,6 +57,7 @@ class Dispatcher {
     EndpointAction action = EndpointAction::kSink;
     std::uint16_t forward_port = 0;   // kForward
     EndpointRing* ring = nullptr;     // kRing: this lcore's ring for the endpoint
+    bool sockperf = false;            // kEcho: reply as a sockperf server (sockperf_echo.hh)
   };
 
   // routes by endpoint id; tx by port id (burst == nullptr: this lcore may not transmit there, and

@@ -9,11 +9,13 @@
 #include <map>
 #include <set>
 
+#include "pipeline/capture/lcore_taps.hh"
 #include "pipeline/classify/classifier.hh"
 #include "pipeline/classify/rule.hh"
 #include "pipeline/dispatch/dispatch.hh"
 #include "pipeline/filter/filter.hh"
 #include "pipeline/lcore/lcore.hh"
+#include "pipeline/neigh/stage.hh"
 
 namespace rawpipe {
 
@@ -134,6 +136,7 @@ Status Pipeline::build() {
     if (!port) return Status::errorf("{}port '{}' (pmd {}): {}", where(pp.where), pp.name, pp.pmd, port.message());
     ports_.push_back(std::move(port).value());
   }
+  RAWPIPE_TRY(build_neigh_tables());
 
   std::vector<std::uint16_t> rx_queues;
   for (const PortPlan& pp : plan.ports) rx_queues.push_back(pp.rx_queues);
@@ -195,13 +198,13 @@ Status Pipeline::build() {
   tx_queue_of_.assign(plan.lcores.size(), std::vector<int>(n_ports, -1));
   for (std::size_t l = 0; l < plan.lcores.size(); ++l) {
     std::set<std::uint16_t> ports = forward_ports;
-    if (any_echo)
-      for (const LcorePlan::RxQueue& q : plan.lcores[l].rx) ports.insert(q.port);
+    for (const LcorePlan::RxQueue& q : plan.lcores[l].rx)
+      if (any_echo || neigh_tables_[q.port]) ports.insert(q.port);
     for (std::uint16_t port : ports) {
       const PortPlan& pp = plan.ports[port];
       if (next_txq[port] >= pp.tx_queues)
         return Status::errorf("{}port '{}' has {} tx queue(s) but more lcores may transmit on it (echo or forward "
-                              "endpoints); give it tx_queues = {} or more so each lcore owns one",
+                              "endpoints, ARP/ND replies); give it tx_queues = {} or more so each lcore owns one",
                               where(pp.where), pp.name, pp.tx_queues, next_txq[port] + 1u);
       tx_queue_of_[l][port] = next_txq[port]++;
     }
@@ -223,7 +226,7 @@ Status Pipeline::build() {
   for (std::size_t l = 0; l < plan.lcores.size(); ++l)
     lcores_.push_back(std::make_unique<Lcore>(plan.lcores[l], static_cast<unsigned>(l), n_ep, n_ports));
   for (auto& lc : lcores_) lc->enable_latency(plan.metrics.latency_sample);
-  return Status::ok();
+  return build_taps();
 }
 
 Status Pipeline::push_steering() {
@@ -268,6 +271,7 @@ Status Pipeline::start() {
       Dispatcher::Route& r = routes[ep.id];
       r.action = ep.action;
       r.forward_port = ep.forward_port_id;
+      r.sockperf = ep.action == EndpointAction::kEcho && ep.echo_format == EchoFormat::kSockperf;
       if (rings_[ep.id]) r.ring = rings_[ep.id]->per_lcore[l].get();
     }
     for (const Lcore::RxQueue& q : rx)
@@ -276,10 +280,18 @@ Status Pipeline::start() {
         return Status::errorf("{}port '{}' gave no receive function for queue {} (driver bug)", where(plan_.ports[q.port].where),
                               plan_.ports[q.port].name, q.queue);
       }
-    auto dispatcher = std::make_unique<Dispatcher>(std::move(routes), std::move(tx), &lcores_[l]->counters_mut());
+    auto dispatcher = std::make_unique<Dispatcher>(std::move(routes), tx, &lcores_[l]->counters_mut());
     lcores_[l]->bind(std::move(rx), std::move(dispatcher), classifier_.get(), pools);
     lcores_[l]->set_filters(filters_.get());
+    if (!lcore_taps_.empty()) lcores_[l]->set_taps(lcore_taps_[l].get());
+    if (std::any_of(neigh_tables_.begin(), neigh_tables_.end(), [](const auto& t) { return t != nullptr; })) {
+      std::vector<const NeighTable*> tables;
+      for (const auto& t : neigh_tables_) tables.push_back(t.get());
+      neigh_stages_.push_back(std::make_unique<NeighStage>(std::move(tables), tx, &lcores_[l]->counters_mut()));
+      lcores_[l]->set_neigh(neigh_stages_.back().get());
+    }
   }
+  for (auto& t : taps_) RAWPIPE_TRY(t->start());
 
   // Threads wait for `go` so a failed pin can abort them before they touch a queue.
   go_.store(0, std::memory_order_relaxed);
@@ -352,7 +364,71 @@ Status Pipeline::stop() {
   }
   if (classifier_) classifier_->reclaim();
   running_ = false;
+  // The lcores are joined: the writers drain what the lanes still hold, then close their files.
+  Status taps_status = Status::ok();
+  for (auto& t : taps_) {
+    Status s = t->stop();
+    if (!s && taps_status.is_ok()) taps_status = s;
+  }
+  return taps_status;
+}
+
+Status Pipeline::build_neigh_tables() {
+  neigh_tables_.resize(ports_.size());
+  for (const PortPlan& pp : plan_.ports) {
+    if (pp.neigh.addresses.empty()) continue;
+    wire::MacAddr mac{};
+    if (!pp.neigh.mac.empty()) {
+      auto m = parse_mac_address(pp.neigh.mac);
+      if (!m) return Status::errorf("{}port '{}': mac: {}", where(pp.where), pp.name, m.message());
+      mac = *m;
+    } else {
+      mac = ports_[pp.id]->link().mac;
+      if (mac == wire::MacAddr{})
+        return Status::errorf("{}port '{}' (pmd {}) has no MAC address to answer ARP/ND for its addresses with; "
+                              "set mac = \"02:...\" in its table",
+                              where(pp.where), pp.name, pp.pmd);
+    }
+    std::vector<NeighAddress> addrs;
+    for (const std::string& a : pp.neigh.addresses) {
+      auto na = parse_neigh_address(a, mac);
+      if (!na) return Status::errorf("{}port '{}': addresses: {}", where(pp.where), pp.name, na.message());
+      addrs.push_back(*na);
+    }
+    auto table = NeighTable::create(addrs);
+    if (!table) return Status::errorf("{}port '{}': {}", where(pp.where), pp.name, table.message());
+    neigh_tables_[pp.id] = std::make_unique<NeighTable>(std::move(table).value());
+  }
   return Status::ok();
+}
+
+Status Pipeline::build_taps() {
+  for (const TapConfig& tc : plan_.taps) {
+    if (tc.port_id >= static_cast<std::int32_t>(ports_.size()))
+      return Status::errorf("{}tap '{}': port id {} does not exist", where({plan_.source, 0}), tc.name, tc.port_id);
+    auto w = TapWriter::create(tc);
+    if (!w) return Status::errorf("{}{}", where({plan_.source, 0}), w.message());
+    taps_.push_back(std::move(w).value());
+  }
+  if (taps_.empty()) return Status::ok();
+  for (std::size_t l = 0; l < lcores_.size(); ++l) {
+    auto lt = std::make_unique<LcoreTaps>();
+    for (auto& t : taps_) lt->add(t->config().stage, t->add_lane());
+    lcore_taps_.push_back(std::move(lt));
+  }
+  return Status::ok();
+}
+
+std::vector<const TapWriter*> Pipeline::taps() const {
+  std::vector<const TapWriter*> out;
+  for (const auto& t : taps_) out.push_back(t.get());
+  return out;
+}
+
+NeighStats Pipeline::neigh_stats() const {
+  NeighStats s;
+  for (const auto& n : neigh_stages_) s += n->stats();
+  return s;
 }
 
 unsigned Pipeline::endpoint_receive(std::uint16_t endpoint, Mbuf** out, unsigned n) noexcept {

@@ -48,6 +48,11 @@ class FilterStage;
 class Lcore;
 struct EndpointRings;
 struct StageLatency;
+struct LcoreTaps;
+class NeighStage;
+class NeighTable;
+struct NeighStats;
+class TapWriter;
 
 // One lcore's counters at one instant (a consistent-enough copy: each value is exact, the set is
 // not taken atomically).
@@ -156,11 +161,17 @@ class Pipeline {
   const Port& port(std::uint16_t id) const { return *ports_.at(id); }
   const Pool* pool(std::string_view name) const noexcept;
   const Plan& plan() const noexcept { return plan_; }
+  // Capture taps in plan order (pipeline/capture/tap.hh: stats(), files()).
+  std::vector<const TapWriter*> taps() const;
+  // ARP/ND responder counters summed over lcores (pipeline/neigh/stage.hh).
+  NeighStats neigh_stats() const;
 
  private:
   explicit Pipeline(const Plan& plan);
   Status build();
   Status push_steering();
+  Status build_neigh_tables();
+  Status build_taps();
   void join_lcores() noexcept;
   void stop_ports() noexcept;
 
@@ -171,6 +182,10 @@ class Pipeline {
   std::unique_ptr<FilterStage> filters_;
   std::vector<std::unique_ptr<EndpointRings>> rings_;  // by endpoint id; null for non-ring endpoints
   std::vector<std::unique_ptr<Lcore>> lcores_;
+  std::vector<std::unique_ptr<TapWriter>> taps_;           // plan order
+  std::vector<std::unique_ptr<LcoreTaps>> lcore_taps_;     // by lcore; empty without taps
+  std::vector<std::unique_ptr<NeighTable>> neigh_tables_;  // by port id; null without addresses
+  std::vector<std::unique_ptr<NeighStage>> neigh_stages_;  // by lcore; empty without addresses
   std::vector<std::thread> threads_;
   std::vector<std::vector<int>> tx_queue_of_;      // [lcore][port]: its tx queue there, or -1
   std::atomic<bool> stop_flag_{false};

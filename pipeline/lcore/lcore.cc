@@ -2,7 +2,9 @@
 
 #include <time.h>
 
+#include "pipeline/capture/lcore_taps.hh"
 #include "pipeline/filter/filter.hh"
+#include "pipeline/neigh/stage.hh"
 #include "pipeline/parse/parse.hh"
 #include "pipeline/stats/tsc.hh"
 
@@ -48,7 +50,7 @@ RAWPIPE_ALWAYS_INLINE unsigned Lcore::poll_queue(const RxQueue& q, const Classif
     c.empty_polls.add(1);
     return 0;
   }
-  const unsigned n = got;
+  unsigned n = got;
   // Records the stage that ended now and starts the next one.
   [[maybe_unused]] auto lap = [&](Stage s) {
     const std::uint64_t t = tsc_now();
@@ -64,13 +66,16 @@ RAWPIPE_ALWAYS_INLINE unsigned Lcore::poll_queue(const RxQueue& q, const Classif
   c.bursts.add(1);
   c.rx_packets.add(n);
   c.rx_bytes.add(bytes);
+  if (taps_) [[unlikely]] taps_->on_rx(pkts, n);
   parse_burst(pkts, n);
   if constexpr (kTimed) lap(Stage::kParse);
   table->classify_burst(pkts, n);
   make_verdicts(pkts, verdicts, n);
+  if (neigh_) [[unlikely]] n = neigh_->run(q.port, pkts, verdicts, n);
   if constexpr (kTimed) lap(Stage::kClassify);
   // Filter stage (Extra API): may rewrite verdicts; see dispatch.hh.
   if (filters_) filters_->run(q.port, q.queue, pkts, verdicts, n, index_, kTimed);
+  if (taps_) [[unlikely]] taps_->on_verdicts(pkts, verdicts, n);
   if constexpr (kTimed) lap(Stage::kFilter);
   dispatcher_->dispatch_burst(pkts, verdicts, n);
   if constexpr (kTimed) {

@@ -28,6 +28,8 @@
 namespace rawpipe {
 
 class FilterStage;
+struct LcoreTaps;
+class NeighStage;
 
 class Lcore {
  public:
@@ -47,6 +49,10 @@ class Lcore {
   void set_filters(FilterStage* filters) noexcept { filters_ = filters; }
   // Control path, before run(): time one queue poll in `every` (0: never; stage_latency.hh).
   void enable_latency(std::uint32_t every);
+  // Control path, before run(): capture taps (capture/lcore_taps.hh) and the ARP/ND responder
+  // (neigh/stage.hh); null when not configured, which costs one branch per burst each.
+  void set_taps(LcoreTaps* taps) noexcept { taps_ = taps; }
+  void set_neigh(NeighStage* neigh) noexcept { neigh_ = neigh; }
 
   // The thread body. Returns once `stop` reads true (checked once per loop pass).
   void run(const std::atomic<bool>& stop) noexcept;
@@ -75,6 +81,8 @@ class Lcore {
   Classifier* classifier_ = nullptr;
   std::vector<Pool*> pools_;
   FilterStage* filters_ = nullptr;
+  LcoreTaps* taps_ = nullptr;
+  NeighStage* neigh_ = nullptr;
   std::unique_ptr<StageLatency> latency_;  // null: stage timing off
 };
 

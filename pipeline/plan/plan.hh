@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "pipeline/buf/pool.hh"
+#include "pipeline/capture/tap_config.hh"
+#include "pipeline/neigh/port_keys.hh"
 #include "pipeline/stats/stage_latency.hh"
 #include "pmd/port.hh"
 
@@ -36,6 +38,7 @@ struct PortPlan {
   std::uint16_t tx_queues = 1;
   std::uint32_t rx_ring_size = 1024;
   std::uint32_t tx_ring_size = 1024;
+  NeighPortKeys neigh;                     // addresses the pipeline answers ARP/ND for (neigh/stage.hh)
   SourceLocation where;
 };
 
@@ -46,6 +49,10 @@ enum class EndpointAction : std::uint8_t {
   kForward,  // transmit unchanged on another port
 };
 
+// What kEcho sends back: the frame with addresses swapped (kBytes), or a sockperf server's reply
+// (kSockperf: the client flag cleared too; pipeline/dispatch/sockperf_echo.hh).
+enum class EchoFormat : std::uint8_t { kBytes, kSockperf };
+
 struct EndpointPlan {
   std::string name;
   std::uint16_t id = 0;
@@ -54,6 +61,7 @@ struct EndpointPlan {
   std::uint32_t ring_size = 4096;          // per lcore, for kRing
   std::string forward_port;                // for kForward
   std::uint16_t forward_port_id = 0;
+  EchoFormat echo_format = EchoFormat::kBytes;  // for kEcho
   SourceLocation where;
 };
 
@@ -86,6 +94,7 @@ struct Plan {
   std::vector<PortPlan> ports;
   std::vector<EndpointPlan> endpoints;
   std::vector<LcorePlan> lcores;
+  std::vector<TapConfig> taps;             // [[taps]]: capture taps (config/taps_section.hh)
   DefaultAction default_action = DefaultAction::kDrop;
   std::uint16_t default_endpoint = 0;      // for kEndpoint
   double duration_s = 0;                   // 0: until SIGINT/SIGTERM

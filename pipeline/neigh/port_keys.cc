@@ -1,0 +1,49 @@
+#include "pipeline/neigh/port_keys.hh"
+
+#include <set>
+
+#include "pipeline/config/section.hh"
+#include "pipeline/neigh/neigh.hh"
+
+namespace rawpipe {
+
+Result<wire::MacAddr> parse_mac_address(std::string_view text) {
+  wire::MacAddr mac{};
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  if (text.size() != 17) return Status::errorf("\"{}\" is not a MAC address like \"02:00:00:00:00:01\"", text);
+  for (std::size_t i = 0; i < 6; ++i) {
+    int hi = hex(text[i * 3]), lo = hex(text[i * 3 + 1]);
+    if (hi < 0 || lo < 0 || (i < 5 && text[i * 3 + 2] != ':'))
+      return Status::errorf("\"{}\" is not a MAC address like \"02:00:00:00:00:01\"", text);
+    mac[i] = static_cast<std::uint8_t>(hi << 4 | lo);
+  }
+  if (mac[0] & 1) return Status::errorf("\"{}\" is a multicast address; a port answers with a unicast MAC", text);
+  return mac;
+}
+
+NeighPortKeys read_neigh_port_keys(ConfigSection& s) {
+  NeighPortKeys k;
+  k.addresses = s.string_list("addresses");
+  std::set<std::string> seen;
+  for (const std::string& a : k.addresses) {
+    auto parsed = parse_neigh_address(a, wire::MacAddr{});
+    if (!parsed) s.fail("addresses", parsed.message());
+    else if (!seen.insert(a).second) s.fail("addresses", fmt::format("\"{}\" is listed twice", a));
+  }
+  if (k.addresses.size() > NeighTable::kMaxAddresses)
+    s.fail("addresses", fmt::format("at most {} addresses per port", NeighTable::kMaxAddresses));
+  if (s.has("mac")) {
+    k.mac = s.string("mac");
+    auto mac = parse_mac_address(k.mac);
+    if (!mac) s.fail("mac", mac.message());
+    if (k.addresses.empty()) s.fail("mac", "only used to answer ARP/ND for `addresses`, and this port lists none");
+  }
+  return k;
+}
+
+}  // namespace rawpipe

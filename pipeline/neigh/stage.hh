@@ -1,0 +1,66 @@
+// The ARP/ND responder in the lcore loop.
+//
+// After classify, for a port that has `addresses`, the lcore hands its burst to NeighStage::run():
+// ARP requests and IPv6 neighbour solicitations for one of the port's addresses are answered
+// (neigh.hh writes the reply), the request buffer becomes the reply, and it leaves on this
+// lcore's tx queue of the ingress port, counted as transmitted (so rx == delivered + transmitted
+// + drops still holds). Answered packets leave the burst; everything else goes on unchanged
+// (requests for other addresses are counted as ignored and are then dropped or delivered like
+// any unmatched frame). Malformed parse results are never looked at.
+//
+// Cost: nothing when no port has addresses (the lcore's pointer is null); one table lookup per
+// burst for ports without addresses; with addresses, a type test per packet and the responder
+// only for ARP / ICMPv6 frames.
+//
+// Thread-safety: one NeighStage per lcore (its counters, its tx queues); the tables are shared
+// and immutable.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "pipeline/dispatch/dispatch.hh"
+#include "pipeline/neigh/neigh.hh"
+#include "pipeline/stats/lcore_counters.hh"
+#include "pmd/port.hh"
+
+namespace rawpipe {
+
+struct NeighStats {
+  std::uint64_t replies = 0;    // replies taken by a tx queue
+  std::uint64_t ignored = 0;    // requests for addresses that are not ours
+  std::uint64_t malformed = 0;  // ARP/NS frames that break their format (left to the pipeline)
+  std::uint64_t tx_failed = 0;  // replies the tx queue did not take (dropped as tx_failed)
+
+  NeighStats& operator+=(const NeighStats& o) noexcept {
+    replies += o.replies;
+    ignored += o.ignored;
+    malformed += o.malformed;
+    tx_failed += o.tx_failed;
+    return *this;
+  }
+};
+
+class NeighStage {
+ public:
+  // tables and tx by port id: a null table means the port has no addresses; tx is this lcore's
+  // queue on that port.
+  NeighStage(std::vector<const NeighTable*> tables, std::vector<TxQueueHandle> tx, LcoreCounters* counters);
+
+  // Answers what is ours in pkts[0..n) received on `port`, removes the answered packets from
+  // pkts/verdicts (order of the rest kept) and returns how many remain.
+  unsigned run(std::uint16_t port, Mbuf** pkts, Verdict* verdicts, unsigned n) noexcept;
+
+  NeighStats stats() const noexcept;
+
+ private:
+  std::vector<const NeighTable*> tables_;
+  std::vector<TxQueueHandle> tx_;
+  LcoreCounters* counters_;
+  Counter replies_;
+  Counter ignored_;
+  Counter malformed_;
+  Counter tx_failed_;
+};
+
+}  // namespace rawpipe
