@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -32,7 +34,24 @@ bool trusted_owner(uid_t uid) { return uid == 0 || uid == geteuid(); }
 
 }  // namespace
 
-std::vector<std::string> default_plugin_dirs() { return {RAWPIPE_PLUGIN_BUILD_DIR, RAWPIPE_PLUGIN_INSTALL_DIR}; }
+std::vector<std::string> default_plugin_dirs() {
+  std::vector<std::string> dirs;
+  // Like ld.so's LD_LIBRARY_PATH: honoured unless the process was started set-id or with file
+  // capabilities (AT_SECURE), where the environment belongs to a less trusted caller.
+  if (const char* env = getauxval(AT_SECURE) ? nullptr : std::getenv("RAWPIPE_PLUGIN_PATH")) {
+    std::string_view rest(env);
+    while (!rest.empty()) {
+      const std::size_t colon = rest.find(':');
+      std::string_view dir = rest.substr(0, colon);
+      if (!dir.empty() && dir.front() == '/') dirs.emplace_back(dir);
+      if (colon == std::string_view::npos) break;
+      rest.remove_prefix(colon + 1);
+    }
+  }
+  dirs.emplace_back(RAWPIPE_PLUGIN_BUILD_DIR);
+  dirs.emplace_back(RAWPIPE_PLUGIN_INSTALL_DIR);
+  return dirs;
+}
 
 void set_plugin_dirs(std::vector<std::string> dirs) {
   std::lock_guard lock(g_mu);

@@ -5,8 +5,10 @@
 // secure mode demand. The rules, checked on the opened file (no time-of-check/time-of-use gap:
 // the file is opened once, checked through its descriptor and loaded as /proc/self/fd/N):
 //   1. inside-plugin-dirs: the file's real path (symlinks resolved) lies inside one of the
-//      allowed directories ([run] plugin_dirs; default: this build's plugins/ directory and the
-//      install's <libdir>/rawpipe/filters). A symlink in a plugin dir pointing elsewhere is refused.
+//      allowed directories ([run] plugin_dirs; default: the absolute directories of the
+//      RAWPIPE_PLUGIN_PATH environment variable unless the process is set-id (AT_SECURE), this
+//      build's plugins/ directory and the install's <libdir>/rawpipe/filters). A symlink in a
+//      plugin dir pointing elsewhere is refused. The other rules apply to every directory alike.
 //   2. regular-file: the path names a regular file.
 //   3. file-not-world-writable: the file is not writable by every user.
 //   4. trusted-owner: the file and every directory above it are owned by root or by the user
@@ -23,7 +25,8 @@
 
 namespace rawpipe {
 
-// This build's plugins directory and the install's plugin directory.
+// RAWPIPE_PLUGIN_PATH's absolute directories (not when AT_SECURE), this build's plugins directory
+// and the install's plugin directory.
 std::vector<std::string> default_plugin_dirs();
 
 // The process-wide allowed directories (the app sets them from [run] plugin_dirs before creating

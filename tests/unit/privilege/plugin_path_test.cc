@@ -128,10 +128,19 @@ TEST_F(PluginPath, AnAllowedDirectoryThatDoesNotExistAllowsNothing) {
 }
 
 TEST_F(PluginPath, ProcessWideDirsDefaultToTheBuildAndInstallDirs) {
-  const auto defaults = default_plugin_dirs();
+  unsetenv("RAWPIPE_PLUGIN_PATH");
+  auto defaults = default_plugin_dirs();
   ASSERT_EQ(defaults.size(), 2u);
   EXPECT_TRUE(defaults[0].ends_with("/plugins")) << defaults[0];
   EXPECT_TRUE(defaults[1].ends_with("/rawpipe/filters")) << defaults[1];
+  // The environment adds its absolute directories in front; relative ones are ignored.
+  setenv("RAWPIPE_PLUGIN_PATH", "/opt/a:relative::/opt/b", 1);
+  const auto with_env = default_plugin_dirs();
+  unsetenv("RAWPIPE_PLUGIN_PATH");
+  ASSERT_EQ(with_env.size(), 4u);
+  EXPECT_EQ(with_env[0], "/opt/a");
+  EXPECT_EQ(with_env[1], "/opt/b");
+  EXPECT_EQ(with_env[2], defaults[0]);
   EXPECT_EQ(plugin_dirs(), defaults);
   set_plugin_dirs(good_dir());
   EXPECT_EQ(plugin_dirs(), good_dir());
