@@ -8,11 +8,16 @@
 namespace rawpipe {
 
 Result<ListenAddress> parse_listen_address(std::string_view text) {
-  const std::size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 == text.size())
+  // A bare port ("9464" or ":9464") means this host only: the counters are not for the network
+  // unless an address says so.
+  std::size_t colon = text.rfind(':');
+  const bool bare = colon == std::string_view::npos || colon == 0;
+  if (!bare && colon + 1 == text.size())
     return Status::errorf("\"{}\" is not \"ADDRESS:PORT\" (e.g. \"127.0.0.1:9464\")", text);
-  const std::string host(text.substr(0, colon));
-  const std::string_view port_text = text.substr(colon + 1);
+  const std::string host = bare ? std::string("127.0.0.1") : std::string(text.substr(0, colon));
+  if (colon == std::string_view::npos) colon = std::string_view::npos - 1;  // port_text = whole text below
+  const std::string_view port_text = colon == std::string_view::npos - 1 ? text : text.substr(colon + 1);
+  if (port_text.empty()) return Status::errorf("\"{}\" is not \"ADDRESS:PORT\" (e.g. \"127.0.0.1:9464\")", text);
   ListenAddress out;
   in_addr a{};
   if (inet_pton(AF_INET, host.c_str(), &a) != 1)

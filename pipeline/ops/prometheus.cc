@@ -195,7 +195,7 @@ std::string prometheus_text(const nlohmann::json& doc) {
   }
 
   const nlohmann::json& lat = obj(doc, "latency");
-  Family sample("rawpipe_latency_sample_polls", "gauge", "One queue poll in this many is timed (0: timing off).");
+  Family sample("rawpipe_stage_timing_sample_polls", "gauge", "One queue poll in this many is timed (0: timing off).");
   sample.add({}, u(lat, "sample_every"));
   Family s_lat("rawpipe_stage_latency_seconds", "summary",
                "Time per packet of a pipeline stage (burst time / packets), in sampled polls.");
