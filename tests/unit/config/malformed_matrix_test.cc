@@ -22,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // The sections the matrix knows; optional ones are emitted only when a row puts a key in them.
-enum class Sec { kRun, kPool, kPort, kEndpoint, kLcore, kMetrics };
+enum class Sec { kRun, kPool, kPort, kEndpoint, kLcore, kMetrics, kTap };
 
 struct Row {
   Sec sec;
@@ -30,6 +30,7 @@ struct Row {
   const char* key;
   const char* wrong_type; // a TOML value of the wrong type
   const char* out_of_range;  // nullptr when the key has no range
+  const char* also = nullptr;  // "key = value" the key needs beside it in its section, if any
 };
 
 // Driver base keys that make an otherwise empty port table valid for that driver.
@@ -72,6 +73,8 @@ const Row kRows[] = {
     {Sec::kPort, "", "tx_queues", "\"1\"", "257"},
     {Sec::kPort, "", "rx_ring_size", "\"1024\"", "1000"},
     {Sec::kPort, "", "tx_ring_size", "1.5", "0"},
+    {Sec::kPort, "", "addresses", "1", "[\"10.0.0.300\"]"},
+    {Sec::kPort, "", "mac", "1", "\"02:00\"", "addresses = [\"10.0.0.1\"]"},
     // synth
     {Sec::kPort, "synth", "rate_pps", "\"fast\"", "-1"},
     {Sec::kPort, "synth", "packets", "\"10\"", "-1"},
@@ -163,6 +166,19 @@ const Row kRows[] = {
     {Sec::kEndpoint, "", "match", "5000", "[\"udp dst *:99999\"]"},
     {Sec::kEndpoint, "", "ring_size", "\"4096\"", "1000"},
     {Sec::kEndpoint, "", "port", "1", "\"missing\""},
+    {Sec::kEndpoint, "", "echo_format", "1", "\"json\"", "action = \"echo\""},
+    // [[taps]]
+    {Sec::kTap, "", "name", "1", "\"\""},
+    {Sec::kTap, "", "stage", "1", "\"tx\""},
+    {Sec::kTap, "", "path", "1", nullptr},
+    {Sec::kTap, "", "format", "1", "\"erf\""},
+    {Sec::kTap, "", "snaplen", "\"64\"", "15"},
+    {Sec::kTap, "", "rotate_bytes", "\"1M\"", "100"},
+    {Sec::kTap, "", "rotate_seconds", "\"1\"", "-1"},
+    {Sec::kTap, "", "max_files", "\"1\"", "-1", "rotate_seconds = 10"},
+    {Sec::kTap, "", "lane_bytes", "\"4M\"", "1000000"},
+    {Sec::kTap, "", "drop_reasons", "1", "[\"no_such_reason\"]", "stage = \"drops\""},
+    {Sec::kTap, "", "port", "1", "\"missing\""},
     // [[lcores]]
     {Sec::kLcore, "", "cpu", "\"0\"", "-2"},
     {Sec::kLcore, "", "burst", "\"32\"", "0"},
@@ -188,11 +204,13 @@ class Doc {
       case Sec::kPort: return port_;
       case Sec::kEndpoint: return endpoint_;
       case Sec::kMetrics: return metrics_;
+      case Sec::kTap: return tap_;
       default: return lcore_;
     }
   }
   void set(Sec s, const std::string& key, const std::string& value) {
     auto& v = lines(s);
+    if (s == Sec::kTap && v.empty()) v.push_back("path = \"/tmp/rawpipe-matrix-tap.pcap\"");
     for (auto& l : v)
       if (l.rfind(key + " = ", 0) == 0) {
         l = key + " = " + value;
@@ -220,11 +238,12 @@ class Doc {
     emit(Sec::kEndpoint, "[[endpoints]]", endpoint_);
     emit(Sec::kLcore, "[[lcores]]", lcore_);
     if (!metrics_.empty()) emit(Sec::kMetrics, "[metrics]", metrics_);
+    if (!tap_.empty()) emit(Sec::kTap, "[[taps]]", tap_);
     return out;
   }
 
  private:
-  std::vector<std::string> run_, pool_, port_, endpoint_, lcore_, metrics_;
+  std::vector<std::string> run_, pool_, port_, endpoint_, lcore_, metrics_, tap_;
 };
 
 LoadOptions options() {
@@ -246,6 +265,7 @@ std::string label(Sec s) {
     case Sec::kPort: return "ports[0]";
     case Sec::kEndpoint: return "endpoints[0]";
     case Sec::kMetrics: return "metrics";
+    case Sec::kTap: return "taps[0]";
     default: return "lcores[0]";
   }
 }
@@ -277,6 +297,11 @@ TEST(MalformedMatrix, WrongTypeAndOutOfRangeNameFileLineAndKey) {
     for (const char* value : {row.wrong_type, row.out_of_range}) {
       if (!value) continue;
       Doc d(pmd);
+      if (row.also) {
+        const std::string also = row.also;
+        const auto eq = also.find(" = ");
+        d.set(row.sec, also.substr(0, eq), also.substr(eq + 3));
+      }
       d.set(row.sec, row.key, value);
       int line = 0;
       const std::string text = d.text(row.sec, row.key, &line);
@@ -291,7 +316,7 @@ TEST(MalformedMatrix, WrongTypeAndOutOfRangeNameFileLineAndKey) {
 }
 
 TEST(MalformedMatrix, UnknownKeyInEachSection) {
-  for (Sec s : {Sec::kRun, Sec::kPool, Sec::kPort, Sec::kEndpoint, Sec::kLcore, Sec::kMetrics}) {
+  for (Sec s : {Sec::kRun, Sec::kPool, Sec::kPort, Sec::kEndpoint, Sec::kLcore, Sec::kMetrics, Sec::kTap}) {
     for (const auto& [pmd, base] : kDriverBase) {
       if (!driver_built(pmd) || (s != Sec::kPort && pmd != "synth")) continue;
       Doc d(pmd);
@@ -424,7 +449,8 @@ TEST(MalformedMatrix, EverySampleConfigKeyHasARow) {
                                          {"ports", Sec::kPort},
                                          {"endpoints", Sec::kEndpoint},
                                          {"lcores", Sec::kLcore},
-                                         {"metrics", Sec::kMetrics}};
+                                         {"metrics", Sec::kMetrics},
+                                         {"taps", Sec::kTap}};
   std::set<std::pair<int, std::string>> rows;
   for (const Row& r : kRows) rows.insert({static_cast<int>(r.sec), r.key});
   const std::regex header(R"(^\s*\[\[?\s*([A-Za-z0-9_.]+)\s*\]\]?)");
