@@ -2,10 +2,9 @@
 // a kernel UDP client in a peer namespace gets every datagram back, one at a time and in bursts
 // over several flows, and the pipeline's accounting balances.
 //
-// sockperf ping-pong is not used here: its client discards replies that still carry its own
-// "client" flag (payload byte 9, bit 0), so it never accepts a byte-exact echo; it only works
-// against `sockperf server`, which clears the flag. tools/bench/echo-latency measures both with
-// one client that accepts either.
+// These are byte-exact echoes. sockperf's client discards replies that still carry its own
+// "client" flag (payload byte 9, bit 0), so sockperf ping-pong needs echo_format = "sockperf"
+// (which clears it like `sockperf server`); neigh_sockperf_test.cc runs it.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
