@@ -126,6 +126,11 @@ class Port {
   // Safe to call from the stats thread while lcores run.
   virtual PortStats stats() const = 0;
 
+  // What the person running the pipeline must know that counters alone do not say (a capture
+  // file cut short at byte N, an interface removed while the port ran), one sentence each, or
+  // nothing. Control path; safe from the stats thread while lcores run.
+  virtual std::vector<std::string> notices() const { return {}; }
+
   // Tells a port with flow rules or an XDP program which traffic the endpoints want; the port
   // steers that to its queues and leaves the rest to the kernel. Ports without steering accept
   // and ignore it (classify filters in software either way).

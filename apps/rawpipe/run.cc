@@ -201,6 +201,9 @@ int run_command(const RunOptions& options) {
   for (const auto& p : plan.ports) summary.port_names.push_back(p.name);
   summary.consumed = consumer.received();
   for (std::uint16_t p = 0; p < pipeline->port_count(); ++p) summary.port_stats.push_back(pipeline->port(p).stats());
+  for (std::uint16_t p = 0; p < pipeline->port_count(); ++p)
+    for (const std::string& n : pipeline->port(p).notices())
+      fmt::print(stderr, "rawpipe: port '{}': {}\n", pipeline->port_name(p), n);
   fmt::print("{}", format_summary(summary));
   nlohmann::json extra_json = nlohmann::json::object();
   for (const TapWriter* t : pipeline->taps()) {

@@ -1,5 +1,6 @@
 // pcap poll-mode driver: config keys, files, statistics.
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "pipeline/config/section.hh"
@@ -21,6 +22,18 @@ Result<pcap_t*> open_capture(const std::string& file) {
                           file, dlt, name ? name : "unknown");
   }
   return p;
+}
+
+bool is_classic_pcap(const std::string& file) {
+  std::FILE* f = std::fopen(file.c_str(), "rb");
+  if (!f) return false;
+  std::uint8_t m[4] = {};
+  const bool got = std::fread(m, 1, 4, f) == 4;
+  std::fclose(f);
+  if (!got) return false;
+  const std::uint32_t le = std::uint32_t(m[0]) | std::uint32_t(m[1]) << 8 | std::uint32_t(m[2]) << 16 | std::uint32_t(m[3]) << 24;
+  // Microsecond and nanosecond magics, in either byte order.
+  return le == 0xa1b2c3d4u || le == 0xd4c3b2a1u || le == 0xa1b23c4du || le == 0x4d3cb2a1u;
 }
 
 namespace {
@@ -62,6 +75,7 @@ class PcapPort final : public Port {
     return {spec_.tx_file.empty() ? &tx_none : &tx_burst, &txq_};
   }
   PortStats stats() const override;
+  std::vector<std::string> notices() const override;
 
  private:
   Spec spec_;
@@ -81,6 +95,8 @@ Status PcapPort::open_files() {
     rxq_.loops = spec_.loops;
     rxq_.pool = env_.pool;
     rxq_.port = env_.port_id;
+    rxq_.classic = is_classic_pcap(spec_.rx_file);
+    rxq_.record_off = kClassicFileHeader;
   }
   if (!spec_.tx_file.empty()) {
     auto w = CaptureWriter::create(spec_.tx_file, spec_.tx_format, spec_.tx_snaplen);
@@ -130,7 +146,20 @@ PortStats PcapPort::stats() const {
   s.extended["rx_passes"] = count_load(rxq_.pass);
   s.extended["rx_reopen_failures"] = count_load(rxq_.reopen_failures);
   s.extended["rx_finished"] = rxq_.finished.load(std::memory_order_acquire) ? 1 : 0;
+  // Acquire pairs with the release in note_damage().
+  if (rxq_.damaged.load(std::memory_order_acquire)) s.extended["rx_file_damage_offset"] = rxq_.damage_offset;
   return s;
+}
+
+std::vector<std::string> PcapPort::notices() const {
+  // Acquire pairs with the release in note_damage(): the damage fields are complete.
+  if (!rxq_.damaged.load(std::memory_order_acquire)) return {};
+  const std::uint64_t passes = count_load(rxq_.file_errors);
+  return {fmt::format("capture file '{}' is damaged: record {} {} byte offset {}: {}; in each pass the {} "
+                      "record(s) before it were read and the pass ended there{}",
+                      rxq_.file, rxq_.damage_record, rxq_.damage_at_record_start ? "starting at" : "cut short, reading stopped at",
+                      rxq_.damage_offset, rxq_.damage_reason, rxq_.damage_record - 1,
+                      passes > 1 ? fmt::format(" ({} passes)", passes) : std::string())};
 }
 
 Result<std::unique_ptr<Port>> Spec::open(const PortEnv& env) const {

@@ -2,6 +2,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "pmd/pcap/pcap.hh"
@@ -37,7 +38,28 @@ bool next_pass(RxQueue& q) noexcept {
     q.finished.store(true, std::memory_order_release);
     return false;
   }
+  q.record_off = kClassicFileHeader;
+  q.pass_records = 0;
   return true;
+}
+
+// Remembers the first damaged record (once per port, on its first pass: later passes meet the
+// same record). Not per packet: at most once per pass.
+void note_damage(RxQueue& q) noexcept {
+  if (q.damaged.load(std::memory_order_relaxed)) return;
+  if (q.classic) {
+    q.damage_offset = q.record_off;
+    q.damage_at_record_start = true;
+  } else {
+    FILE* f = pcap_file(q.handle);
+    const long at = f ? std::ftell(f) : -1;
+    q.damage_offset = at < 0 ? 0 : static_cast<std::uint64_t>(at);
+    q.damage_at_record_start = false;
+  }
+  q.damage_record = q.pass_records + 1;
+  std::snprintf(q.damage_reason, sizeof q.damage_reason, "%s", pcap_geterr(q.handle));
+  // Release pairs with the acquire in PcapPort::notices(): the fields above are complete.
+  q.damaged.store(true, std::memory_order_release);
 }
 
 // Reads the next record into q.pending_*; false when the replay is over.
@@ -49,9 +71,14 @@ bool fetch(RxQueue& q) noexcept {
     if (rc == 1) {
       q.pending_hdr = h;
       q.pending_data = data;
+      q.record_off += kClassicRecordHeader + h->caplen;
+      ++q.pass_records;
       return true;
     }
-    if (rc != PCAP_ERROR_BREAK) count_add(q.file_errors, 1);  // e.g. truncated dump file
+    if (rc != PCAP_ERROR_BREAK) {  // e.g. truncated dump file
+      count_add(q.file_errors, 1);
+      note_damage(q);
+    }
     if (!next_pass(q)) return false;
   }
 }
