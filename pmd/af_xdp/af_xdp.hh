@@ -68,6 +68,10 @@ struct alignas(kFalseSharingRange) XskQueue {
 
   Counter rx_packets, rx_bytes, rx_wakeups, fill_alloc_failed;
   Counter tx_packets, tx_bytes, tx_wakeups, tx_copied, tx_foreign_nombuf, tx_ring_full;
+  // Wakeup system calls the kernel refused (the interface went down or away): counted, and the
+  // last errno kept for Port::notices(). Written by the queue's lcore, read relaxed (a statistic).
+  Counter tx_kick_errors, rx_wakeup_errors;
+  std::atomic<int> last_errno{0};
 
   // Control path.
   xsk_socket* xsk = nullptr;

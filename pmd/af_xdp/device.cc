@@ -135,6 +135,21 @@ class AfXdpPort final : public Port {
     return c;
   }
 
+  struct InterfaceState {
+    bool present = false;  // the interface the port opened (same index) still exists
+    bool up = false;
+  };
+  // Control path: looks the interface up again in the port's namespace.
+  InterfaceState interface_state() const {
+    EnterNetns in(home_);
+    InterfaceState st;
+    auto info = query_interface(cfg_.interface);
+    if (!info || info.value().index != if_.index) return st;
+    st.present = true;
+    st.up = info.value().up;
+    return st;
+  }
+
   LinkInfo link() const override {
     LinkInfo l;
     EnterNetns in(home_);
@@ -235,7 +250,39 @@ class AfXdpPort final : public Port {
     e["xsk_rx_fill_ring_empty"] = total.rx_fill_ring_empty_descs;
     e["xsk_tx_ring_empty"] = total.tx_ring_empty_descs;
     for (const auto& [k, v] : program_->counters()) e[k] = v;
+    std::uint64_t kick_errors = 0, wake_errors = 0;
+    for (const auto& q : queues_) {
+      kick_errors += q->tx_kick_errors.get();
+      wake_errors += q->rx_wakeup_errors.get();
+    }
+    e["tx_kick_errors"] = kick_errors;
+    e["rx_wakeup_errors"] = wake_errors;
+    const InterfaceState st = interface_state();
+    e["interface_present"] = st.present;
+    e["link_up"] = st.present && st.up;
     return s;
+  }
+
+  std::vector<std::string> notices() const override {
+    const InterfaceState st = interface_state();
+    std::vector<std::string> out;
+    if (!st.present)
+      out.push_back(fmt::format("interface {} (index {}) went away while the port ran: its AF_XDP sockets are unbound "
+                                "and receive nothing; recreate the interface and start rawpipe again",
+                                cfg_.interface, if_.index));
+    else if (!st.up)
+      out.push_back(fmt::format("interface {} is down: nothing arrives until `ip link set {} up`", cfg_.interface,
+                                cfg_.interface));
+    int err = 0;
+    std::uint64_t refused = 0;
+    for (const auto& q : queues_) {
+      if (int e = q->last_errno.load(std::memory_order_relaxed)) err = e;
+      refused += q->tx_kick_errors.get() + q->rx_wakeup_errors.get();
+    }
+    if (err)
+      out.push_back(fmt::format("the kernel refused {} wakeup(s) of the AF_XDP sockets on {} (last: {})", refused,
+                                cfg_.interface, std::strerror(err)));
+    return out;
   }
 
   Status update_steering(const SteeringRules& rules) override {

@@ -1,6 +1,8 @@
 // AF_XDP receive: rx ring descriptors become the pool slots the kernel wrote into, in place.
 #include <sys/socket.h>
 
+#include <cerrno>
+
 #include "pmd/af_xdp/af_xdp.hh"
 
 namespace rawpipe::af_xdp {
@@ -58,7 +60,14 @@ std::uint16_t rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
   // drivers); otherwise receive costs no syscall at all.
   if (got == 0 && q.need_wakeup && xsk_ring_prod__needs_wakeup(&q.fill)) {
     q.rx_wakeups.add(1);
-    (void)recvfrom(q.fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+    if (recvfrom(q.fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr) < 0) [[unlikely]] {
+      // As tx's kick: a busy kernel retries next time; other errors are counted and kept.
+      const int err = errno;
+      if (err != EAGAIN && err != EBUSY && err != ENOBUFS) {
+        q.rx_wakeup_errors.add(1);
+        q.last_errno.store(err, std::memory_order_relaxed);
+      }
+    }
   }
   return static_cast<std::uint16_t>(got);
 }

@@ -15,7 +15,15 @@ namespace {
 RAWPIPE_ALWAYS_INLINE void kick(XskQueue& q) noexcept {
   if (!q.need_wakeup || xsk_ring_prod__needs_wakeup(&q.tx)) {
     q.tx_wakeups.add(1);
-    (void)sendto(q.fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0);
+    if (sendto(q.fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0) < 0) [[unlikely]] {
+      // EAGAIN/EBUSY/ENOBUFS: the kernel is busy and the next kick retries. Anything else (ENETDOWN,
+      // ENXIO once the interface is gone) is a condition the person running rawpipe must see.
+      const int err = errno;
+      if (err != EAGAIN && err != EBUSY && err != ENOBUFS) {
+        q.tx_kick_errors.add(1);
+        q.last_errno.store(err, std::memory_order_relaxed);
+      }
+    }
   }
 }
 
