@@ -76,6 +76,8 @@ struct ModelOptions {
   std::uint32_t flows = 1;             // source ports src..src+flows-1
   std::uint32_t loops = 1;             // pcap/synthetic sequence repeated this many times
   std::uint16_t min_inline = 18;       // what the modelled device requires
+  std::uint32_t rx_error_every = 0;    // fault injection: every n-th frame completes with an error CQE (0: off)
+  double rate_pps = 0;                 // the wire's pace; 0: as fast as the receive queue takes frames
   std::array<std::uint8_t, 6> mac{0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
 };
 Result<std::unique_ptr<Backend>> open_model_backend(const ModelOptions& o);

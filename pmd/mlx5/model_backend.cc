@@ -132,7 +132,8 @@ class ModelBackend final : public Backend {
 
   Status start() override {
     dev_.keep_sent(false);
-    dev_.start_thread(frames_, total_ * o_.loops);
+    if (o_.rx_error_every) dev_.fail_every_rx(o_.rx_error_every, kSyndromeLocalLength);
+    dev_.start_thread(frames_, total_ * o_.loops, o_.rate_pps);
     return Status::ok();
   }
   void stop() override { dev_.stop_thread(); }
@@ -142,6 +143,9 @@ class ModelBackend final : public Backend {
     out["model_rx_delivered"] = c.rx_delivered;
     out["model_rx_to_kernel"] = c.rx_to_kernel;
     out["model_rx_no_wqe"] = c.rx_no_wqe;
+    out["model_rx_error_cqes"] = c.rx_error_cqes;
+    out["model_rx_flush_cqes"] = c.rx_flush_cqes;
+    out["model_rx_queue_error_drops"] = c.rx_queue_error;
     out["model_cqe_sessions"] = c.sessions;
     out["model_tx_frames"] = c.tx_frames;
     out["model_tx_nops"] = c.tx_nops;

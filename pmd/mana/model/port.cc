@@ -3,7 +3,14 @@
 // Toeplitz hash and a 64-entry indirection table over the queues) decides which queue gets each.
 // The simulated wire is paced by the consumer: a queue's frames arrive as its posted buffers allow,
 // so nothing is dropped for lack of a WQE and runs are reproducible.
+//
+// Fault injection: with inject_rx_error_every = N, every N-th frame a queue's wire carries
+// arrives as a CQE_RX_TRUNCATED completion instead (the NIC retires the WQE, no packet), and
+// inject_rx_error_run = K makes each such event a run of K consecutive error completions (a storm
+// of bad CQEs, as after a fault on the device). Each injected frame is counted in
+// model_rx_errors_injected; the driver counts what it saw in rx_errors / rx_truncated.
 #include <algorithm>
+#include <atomic>
 #include <memory>
 
 #include "pipeline/buf/pool.hh"
@@ -21,6 +28,8 @@ namespace {
 struct ModelSpec : ManaCommonSpec {
   SourceSpec source;
   unsigned coalesce = 4;
+  std::uint64_t error_every = 0;  // 0: no injected errors
+  std::uint64_t error_run = 1;
 };
 
 struct ModelRxQueue {
@@ -30,6 +39,11 @@ struct ModelRxQueue {
   std::vector<std::uint32_t> mine;  // distinct frames RSS sends to this queue
   std::uint64_t pass = 0;           // walks frame index pass * distinct + mine[next]
   std::size_t next = 0;
+  std::uint64_t error_every = 0;
+  std::uint64_t error_run = 1;
+  std::uint64_t since_error = 0;    // wire frames since the last injected run started
+  std::uint64_t run_left = 0;       // frames of the current run still to turn into errors
+  std::atomic<std::uint64_t> errors_injected{0};  // single writer (the lcore), relaxed readers
 };
 
 std::uint16_t model_rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
@@ -37,17 +51,33 @@ std::uint16_t model_rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept
   // The wire side of the model: this queue's next frames land in its posted WQEs.
   std::span<const std::uint8_t> frames[kMaxBurst];
   std::uint32_t room = std::min<std::uint32_t>({n, m.model->rq_available(m.q.rq.id), kMaxBurst});
-  unsigned k = 0;
+  unsigned k = 0, used = 0;
   const std::uint64_t distinct = m.source->distinct();
-  while (k < room && !m.mine.empty()) {
+  while (used < room && !m.mine.empty()) {
     const std::uint64_t i = m.pass * distinct + m.mine[m.next];
     if (i >= m.source->total()) break;
     const auto& f = m.source->frame(i);
-    frames[k++] = std::span<const std::uint8_t>(f.data(), f.size());
     if (++m.next == m.mine.size()) {
       m.next = 0;
       ++m.pass;
     }
+    ++used;
+    if (m.error_every) [[unlikely]] {
+      if (++m.since_error == m.error_every) {
+        m.since_error = 0;
+        m.run_left = m.error_run;
+      }
+      if (m.run_left) {
+        --m.run_left;
+        // Completions keep the wire's order: the frames gathered so far complete first.
+        if (k) m.model->receive(m.q.rq.id, std::span<const std::span<const std::uint8_t>>(frames, k));
+        k = 0;
+        m.model->inject_rx_cqe(m.q.rq.id, kCqeRxTruncated);
+        m.errors_injected.store(m.errors_injected.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        continue;
+      }
+    }
+    frames[k++] = std::span<const std::uint8_t>(f.data(), f.size());
   }
   if (k) m.model->receive(m.q.rq.id, std::span<const std::span<const std::uint8_t>>(frames, k));
   return rx_burst<rdma::ModelDoorbell>(&m.q, pkts, n);
@@ -89,6 +119,9 @@ class ManaModelPort final : public ManaPortBase {
     s.extended["model_rx_no_wqe"] = no_wqe;
     s.extended["model_tx_frames"] = tx_frames;
     s.extended["model_tx_cqes_suppressed"] = suppressed;
+    std::uint64_t injected = 0;
+    for (const auto& q : rx_owned_) injected += q->errors_injected.load(std::memory_order_relaxed);
+    s.extended["model_rx_errors_injected"] = injected;
     return s;
   }
 
@@ -157,6 +190,8 @@ Status ManaModelPort::open() {
     RAWPIPE_TRY(setup_rx_queue(q->q, s).context(fmt::format("pmd mana-model '{}' rx queue {}", env_.name, i)));
     q->model = model_.get();
     q->source = source_.get();
+    q->error_every = spec_.error_every;
+    q->error_run = spec_.error_run;
     rxq_.push_back(&q->q);
     rx_owned_.push_back(std::move(q));
   }
@@ -196,6 +231,14 @@ Result<std::unique_ptr<PortSpec>> parse_mana_model(ConfigSection& section) {
   spec.source.frame_size = static_cast<std::uint32_t>(section.integer("frame_size", 60, 9000, 64));
   spec.source.flows = static_cast<std::uint32_t>(section.integer("flows", 1, 65536, 256));
   spec.coalesce = static_cast<unsigned>(section.integer("coalesce", 1, 4, 4));
+  spec.error_every = static_cast<std::uint64_t>(section.integer("inject_rx_error_every", 0, std::int64_t(1) << 40, 0));
+  spec.error_run = static_cast<std::uint64_t>(section.integer("inject_rx_error_run", 1, 1 << 20, 1));
+  if (section.has("inject_rx_error_run") && spec.error_every == 0)
+    section.fail("inject_rx_error_run", "only used with inject_rx_error_every");
+  else if (spec.error_every && spec.error_run > spec.error_every)
+    section.fail("inject_rx_error_run", fmt::format("a run of {} errors cannot start every {} frames; keep "
+                                                    "inject_rx_error_run <= inject_rx_error_every",
+                                                    spec.error_run, spec.error_every));
   RAWPIPE_TRY(section.status());
   return std::unique_ptr<PortSpec>(new ManaModelSpec(std::move(spec)));
 }

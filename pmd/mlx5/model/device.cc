@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -414,6 +415,13 @@ void Device::fail_next_rx(std::uint16_t rq, std::uint8_t syndrome) {
   rqs_.at(rq)->fail_next = syndrome;
 }
 
+void Device::fail_every_rx(std::uint32_t every, std::uint8_t syndrome) {
+  std::lock_guard lock(mu_);
+  rx_fail_every_ = every;
+  rx_fail_count_ = 0;
+  rx_fail_syndrome_ = syndrome;
+}
+
 void Device::fail_next_tx(std::uint16_t sq, std::uint8_t syndrome) {
   std::lock_guard lock(mu_);
   sqs_.at(sq)->fail_next = syndrome;
@@ -568,6 +576,10 @@ Device::Rx Device::receive_locked(std::span<const std::uint8_t> frame, const Fra
     ++c_.rx_cq_full;
     return Rx::kCqFull;
   }
+  if (rx_fail_every_ && ++rx_fail_count_ == rx_fail_every_) {
+    rx_fail_count_ = 0;
+    rq.fail_next = rx_fail_syndrome_;
+  }
   if (rq.fail_next) {
     const std::uint8_t s = rq.fail_next;
     rq.fail_next = 0;
@@ -649,7 +661,7 @@ std::size_t Device::try_session(std::span<const std::vector<std::uint8_t>> frame
   if (target < 0) return 0;
   Rq& rq = *rqs_[static_cast<std::size_t>(target)];
   Cq& cq = *rq.cq;
-  if (!rq.o.compression || rq.o.striding || rq.error || rq.fail_next) return 0;
+  if (!rq.o.compression || rq.o.striding || rq.error || rq.fail_next || rx_fail_every_) return 0;
   const std::size_t limit = std::min<std::size_t>({frames.size(), kMaxSessionLength, rq.posted(), cq_room(cq)});
   std::vector<std::uint32_t> hashes;
   std::size_t n = 0;
@@ -820,7 +832,7 @@ std::uint64_t Device::rq_syndromes(std::uint16_t rq, std::uint8_t syndrome) cons
   return rqs_.at(rq)->syndromes[syndrome];
 }
 
-void Device::start_thread(std::vector<std::vector<std::uint8_t>> frames, std::uint64_t total) {
+void Device::start_thread(std::vector<std::vector<std::uint8_t>> frames, std::uint64_t total, double rate_pps) {
   if (total == 0) total = frames.size();
   if (frames.empty()) total = 0;
   // A short pattern is repeated so one batch can hold several frames (compressed sessions form
@@ -831,17 +843,23 @@ void Device::start_thread(std::vector<std::vector<std::uint8_t>> frames, std::ui
   }
   stop_.store(false, std::memory_order_relaxed);
   thread_delivered_.store(0, std::memory_order_relaxed);
-  thread_ = std::thread([this, frames = std::move(frames), total] {
+  thread_ = std::thread([this, frames = std::move(frames), total, rate_pps] {
     std::uint64_t next = 0;
+    const auto t0 = std::chrono::steady_clock::now();
     while (!stop_.load(std::memory_order_acquire)) {
       std::size_t took = 0;
       {
         std::lock_guard lock(mu_);
         for (auto& sq : sqs_) process_sq(*sq);
       }
-      if (next < total) {
+      std::uint64_t due = total;
+      if (rate_pps > 0) {
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        due = std::min<std::uint64_t>(total, static_cast<std::uint64_t>(s * rate_pps));
+      }
+      if (next < due) {
         const std::size_t at = static_cast<std::size_t>(next % frames.size());
-        const std::size_t batch = static_cast<std::size_t>(std::min<std::uint64_t>({total - next, 16, frames.size() - at}));
+        const std::size_t batch = static_cast<std::size_t>(std::min<std::uint64_t>({due - next, 16, frames.size() - at}));
         took = receive_burst(std::span(frames).subspan(at, batch), true);
         next += took;
         // Release: readers of the count see every frame it covers delivered.

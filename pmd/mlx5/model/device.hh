@@ -107,6 +107,11 @@ class Device {
   // ---- on-demand errors ----
   void fail_next_rx(std::uint16_t rq, std::uint8_t syndrome);
   void fail_next_tx(std::uint16_t sq, std::uint8_t syndrome);
+  // Fault injection for long runs: every `every`-th frame that finds a posted WQE (on any RQ)
+  // completes with an error CQE of `syndrome` instead, and the RQ flushes the rest of its posted
+  // WQEs, as fail_next_rx does. Compressed sessions are not formed while this is on, so each
+  // frame is counted. 0 turns it off.
+  void fail_every_rx(std::uint32_t every, std::uint8_t syndrome);
 
   // ---- receive: frames arriving from the wire ----
   enum class Rx { kDelivered, kToKernel, kNoWqe, kCqFull, kQueueError, kErrorCqe };
@@ -128,8 +133,9 @@ class Device {
 
   // Runs the device on its own thread: it delivers `total` frames, cycling through `frames` in
   // order (waiting for posted WQEs and CQ room, never dropping; total 0 = frames.size()), and
-  // processes transmits, until stop_thread().
-  void start_thread(std::vector<std::vector<std::uint8_t>> frames, std::uint64_t total = 0);
+  // processes transmits, until stop_thread(). With rate_pps > 0 the wire carries at most that
+  // many frames per second (from the thread's start; a late thread catches up in 16-frame batches).
+  void start_thread(std::vector<std::vector<std::uint8_t>> frames, std::uint64_t total = 0, double rate_pps = 0);
   void stop_thread();
   std::size_t thread_delivered() const noexcept { return thread_delivered_.load(std::memory_order_acquire); }
 
@@ -166,6 +172,9 @@ class Device {
   std::vector<std::vector<std::uint8_t>> sent_;
   bool keep_sent_ = true;
   Counters c_;
+  std::uint32_t rx_fail_every_ = 0;
+  std::uint32_t rx_fail_count_ = 0;
+  std::uint8_t rx_fail_syndrome_ = 0;
   rdma::DoorbellSink sink_;
 
   std::thread thread_;
