@@ -1,0 +1,204 @@
+// The rawpipe binary's operations surface end to end, while a synth pipeline with a filter plugin
+// runs: GET /metrics from [metrics] listen passes `promtool check metrics` (when installed) and
+// carries the filter's and the stages' series; `rawpipe stat NAME --json` and `--once` show the
+// filter counters and the per-stage latency; the last scrape never exceeds the final summary.
+// Needs no privileges.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path build_dir() {
+  fs::path exe = fs::read_symlink("/proc/self/exe");
+  for (fs::path dir = exe.parent_path(); dir.has_relative_path(); dir = dir.parent_path())
+    if (fs::exists(dir / "meson-info" / "meson-info.json")) return dir;
+  return {};
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+pid_t spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+  std::vector<std::string> a = args;
+  std::vector<char*> argv;
+  for (auto& s : a) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+int wait_exit(pid_t pid, int timeout_s) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) != pid) {
+    if (std::chrono::steady_clock::now() > end) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string http_get(std::uint16_t port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sa.sin_port = htons(port);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) {
+    const std::string req = "GET " + path + " HTTP/1.0\r\n\r\n";
+    (void)!::write(fd, req.data(), req.size());
+    char buf[65536];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+// Sum of the samples of `name` whose line contains `filter`.
+double sum_of(const std::string& text, const std::string& name, const std::string& filter = "") {
+  double s = 0;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(name + "{", 0) == 0 && line.find(filter) != std::string::npos)
+      s += std::stod(line.substr(line.rfind(' ') + 1));
+  return s;
+}
+
+TEST(RawpipeOps, MetricsAndStatOfARunningPipelineWithAFilterPlugin) {
+  const fs::path build = build_dir();
+  ASSERT_FALSE(build.empty());
+  const fs::path bin = build / "apps" / "rawpipe" / "rawpipe";
+  const fs::path plugin = build / "plugins" / "rawpipe_prefix_drop.so";
+  ASSERT_TRUE(fs::exists(bin)) << bin;
+  ASSERT_TRUE(fs::exists(plugin)) << plugin;
+  const std::string name = "opsapp" + std::to_string(getpid());
+  const fs::path tmp = fs::temp_directory_path() / ("rawpipe-ops-app-" + std::to_string(getpid()));
+  fs::create_directories(tmp);
+  const fs::path config = tmp / (name + ".toml");
+  std::ofstream(config) << R"(
+[run]
+stats_interval = 0.1
+
+[metrics]
+listen = "127.0.0.1:0"
+latency_sample = 8
+
+[[pools]]
+name = "rx"
+count = 4096
+
+[[ports]]
+name = "gen"
+pmd = "synth"
+rate_pps = 100000
+ipv4_dst = "239.1.1.1"
+
+[[endpoints]]
+name = "md"
+match = ["udp dst 239.1.1.1:*"]
+
+[[filters]]
+path = ")" + plugin.string() + R"("
+endpoint = "md"
+[filters.config]
+prefix = "this prefix never occurs"
+
+[[lcores]]
+rx = ["gen:0"]
+)";
+  const fs::path summary = tmp / "summary.json";
+  const pid_t pid = spawn({bin.string(), "run", config.string(), "--duration", "3", "--json", summary.string()},
+                          tmp / "out", tmp / "err");
+  ASSERT_GT(pid, 0);
+
+  // The bound port is printed at start.
+  std::uint16_t port = 0;
+  const std::regex url("metrics: http://127\\.0\\.0\\.1:([0-9]+)/metrics");
+  for (int i = 0; i < 500 && !port; ++i) {
+    std::smatch m;
+    const std::string out = slurp(tmp / "out");
+    if (std::regex_search(out, m, url)) port = static_cast<std::uint16_t>(std::stoi(m[1]));
+    else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(port, 0) << slurp(tmp / "out") << slurp(tmp / "err");
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+
+  const std::string resp = http_get(port, "/metrics");
+  ASSERT_EQ(resp.rfind("HTTP/1.0 200 OK\r\n", 0), 0u) << resp.substr(0, 300);
+  const std::string metrics = resp.substr(resp.find("\r\n\r\n") + 4);
+  EXPECT_GT(sum_of(metrics, "rawpipe_filter_packets_total", "filter=\"prefix_drop\",endpoint=\"md\""), 0);
+  EXPECT_GT(sum_of(metrics, "rawpipe_stage_latency_seconds_count", "stage=\"burst\""), 0);
+  EXPECT_EQ(http_get(port, "/").rfind("HTTP/1.0 404", 0), 0u);
+  if (std::system("promtool --version > /dev/null 2>&1") == 0) {
+    std::ofstream(tmp / "metrics.txt") << metrics;
+    const int rc = std::system(("promtool check metrics < " + (tmp / "metrics.txt").string() + " > " +
+                                (tmp / "promtool.out").string() + " 2>&1").c_str());
+    EXPECT_EQ(rc, 0) << slurp(tmp / "promtool.out");
+  } else {
+    std::printf("promtool not installed (Debian package prometheus): not run\n");
+  }
+
+  // rawpipe stat by name: the JSON document and the text view.
+  ASSERT_EQ(wait_exit(spawn({bin.string(), "stat", name, "--json"}, tmp / "stat.json", tmp / "stat.err"), 20), 0)
+      << slurp(tmp / "stat.err");
+  const auto doc = nlohmann::json::parse(slurp(tmp / "stat.json"), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << slurp(tmp / "stat.json");
+  ASSERT_EQ(doc["filters"].size(), 1u);
+  EXPECT_EQ(doc["filters"][0]["name"], "prefix_drop");
+  EXPECT_EQ(doc["filters"][0]["attach"], "endpoint md");
+  EXPECT_GT(doc["filters"][0]["seen"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(doc["filters"][0]["seen"], doc["filters"][0]["recv"]);
+  EXPECT_EQ(doc["latency"]["sample_every"], 8);
+  EXPECT_GT(doc["latency"]["stages"]["burst"]["samples"].get<std::uint64_t>(), 0u);
+  EXPECT_GE(doc["latency"]["stages"]["burst"]["p99_ns"].get<std::uint64_t>(),
+            doc["latency"]["stages"]["burst"]["p50_ns"].get<std::uint64_t>());
+  ASSERT_EQ(wait_exit(spawn({bin.string(), "stat", name, "--once"}, tmp / "stat.txt", tmp / "stat.err"), 20), 0);
+  const std::string view = slurp(tmp / "stat.txt");
+  EXPECT_NE(view.find("latency per packet (one poll in 8 timed)"), std::string::npos) << view;
+  EXPECT_NE(view.find("prefix_drop"), std::string::npos) << view;
+
+  ASSERT_EQ(wait_exit(pid, 60), 0) << slurp(tmp / "out") << slurp(tmp / "err");
+  const auto fin = nlohmann::json::parse(slurp(summary), nullptr, false);
+  ASSERT_FALSE(fin.is_discarded());
+  EXPECT_LE(sum_of(metrics, "rawpipe_lcore_rx_packets_total"), fin["rx_packets"].get<double>());
+  EXPECT_LE(sum_of(metrics, "rawpipe_filter_packets_total"), fin["delivered"].get<double>());
+  fs::remove_all(tmp);
+}
+
+}  // namespace
