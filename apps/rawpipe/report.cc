@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "pipeline/ops/drop_tree.hh"
 #include "pmd/registry.hh"
 
 namespace rawpipe::app {
@@ -128,6 +129,11 @@ nlohmann::json summary_json(const RunSummary& s) {
     ports[s.port_names[p]] = port;
   }
   j["ports"] = ports;
+  // The same tree as `rawpipe stat --drops`: port-side (pool, device, kernel/NIC) and pipeline-side.
+  std::vector<ops::NamedPortStats> named;
+  for (std::size_t p = 0; p < s.port_stats.size(); ++p)
+    named.push_back({p < s.port_names.size() ? s.port_names[p] : std::to_string(p), s.port_stats[p]});
+  j["drops_tree"] = ops::drop_tree_json(a.drops, named);
   j["balanced"] = a.balanced();
   j["ok"] = s.ok();
   return j;

@@ -100,7 +100,6 @@ int run_command(const RunOptions& options) {
 
   for (const auto& p : plan.pools)
     if (const Pool* pool = pipeline->pool(p.config.name)) fmt::print("{}\n", pool->memory_notice());
-  for (std::uint16_t p = 0; p < pipeline->port_count(); ++p) fmt::print("{}", pipeline->port(p).path_report());
   for (const auto& e : plan.endpoints)
     fmt::print("endpoint {}: {}\n", e.name,
                e.action == EndpointAction::kRing   ? "ring, drained and freed by the app's consumer thread"
@@ -116,6 +115,12 @@ int run_command(const RunOptions& options) {
     fmt::print(stderr, "rawpipe: {}\n", s.message());
     return 1;
   }
+  // The path report once started: only then does a port know its real mode (AF_XDP zero-copy or copy).
+  for (std::uint16_t p = 0; p < pipeline->port_count(); ++p) {
+    const std::string path = pipeline->port(p).path_report();
+    fmt::print("{}{}", path, path.ends_with('\n') ? "" : "\n");
+  }
+  std::fflush(stdout);
   RingConsumer consumer;
   if (Status s = consumer.start(*pipeline, app.consumer_cpu); !s) {
     fmt::print(stderr, "rawpipe: {}\n", s.message());

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "pipeline/filter/filter.hh"
+#include "pipeline/ops/drop_tree.hh"
 #include "pipeline/stats/stage_latency.hh"
 #include "pipeline/stats/tsc.hh"
 
@@ -140,8 +141,7 @@ nlohmann::json stats_document(const Pipeline& pipeline, std::string_view name) {
     doc["endpoints"].push_back({{"name", pipeline.endpoint_name(e)},
                                 {"delivered", e < snap.delivered_per_endpoint.size() ? snap.delivered_per_endpoint[e] : 0}});
 
-  nlohmann::json port_drops = nlohmann::json::object();
-  std::uint64_t port_drop_total = 0;
+  std::vector<NamedPortStats> port_stats;
   doc["ports"] = nlohmann::json::array();
   for (std::uint16_t p = 0; p < pipeline.port_count(); ++p) {
     const Port& port = pipeline.port(p);
@@ -153,22 +153,10 @@ nlohmann::json stats_document(const Pipeline& pipeline, std::string_view name) {
     pj["transmitted"] = p < snap.transmitted_per_port.size() ? snap.transmitted_per_port[p] : 0;
     pj["rx_queues"] = nlohmann::json::array();
     pj["tx_queues"] = nlohmann::json::array();
-    nlohmann::json pd = nlohmann::json::object();
-    std::uint64_t nombuf = 0, errors = 0;
-    for (const auto& q : ps.rx_queues) {
-      pj["rx_queues"].push_back(queue_json(q));
-      nombuf += q.rx_nombuf;
-      errors += q.rx_errors;
-    }
+    for (const auto& q : ps.rx_queues) pj["rx_queues"].push_back(queue_json(q));
     for (const auto& q : ps.tx_queues) pj["tx_queues"].push_back(queue_json(q));
     pj["extended"] = ps.extended;
-    // Pool exhaustion seen by the driver and device errors: lost before the pipeline counted rx.
-    if (nombuf) pd["pool_exhausted (rx_nombuf)"] = nombuf;
-    if (errors) pd["device_errors (rx_errors)"] = errors;
-    port_drop_total += nombuf + errors;
-    for (const auto& [k, v] : ps.extended)
-      if (v && is_port_drop_counter(k)) pd[k] = v;  // driver-specific; not added to the total (may overlap)
-    if (!pd.empty()) port_drops[pipeline.port_name(p)] = pd;
+    port_stats.push_back({pipeline.port_name(p), ps});
     doc["ports"].push_back(std::move(pj));
   }
 
@@ -177,24 +165,7 @@ nlohmann::json stats_document(const Pipeline& pipeline, std::string_view name) {
     doc["pools"].push_back({{"name", pool.name}, {"count", pool.count}, {"outstanding", pool.outstanding}});
 
   // The drop tree: before the pipeline (ports) and inside it (by reason, grouped by stage).
-  nlohmann::json tree;
-  nlohmann::json stages = nlohmann::json::object();
-  for (std::size_t r = 1; r < kDropReasonCount; ++r) {
-    if (!snap.total.drops[r]) continue;
-    const auto reason = static_cast<DropReason>(r);
-    std::string stage = reason == DropReason::kNoMatch                                       ? "classify"
-                        : reason == DropReason::kFilterDrop || reason == DropReason::kFilterInvalidVerdict ? "filter"
-                        : reason == DropReason::kEndpointRingFull || reason == DropReason::kEndpointOffloadOff
-                            ? "endpoint"
-                        : reason == DropReason::kTxFailed || reason == DropReason::kNotForUs ? "transmit"
-                                                                                             : "parse";
-    stages[stage][std::string(kDropReasonNames[r])] = snap.total.drops[r];
-  }
-  tree["pipeline_total"] = snap.total.dropped();
-  tree["pipeline"] = stages;
-  tree["port_total"] = port_drop_total;
-  tree["port"] = port_drops;
-  doc["drops"] = tree;
+  doc["drops"] = drop_tree_json(snap.total.drops, port_stats);
   doc["filters"] = filters_json(pipeline);
   doc["latency"] = latency_json(pipeline, snap);
   return doc;

@@ -18,6 +18,7 @@
 #include "pipeline/config/section.hh"
 #include "pmd/af_packet/af_packet.hh"
 #include "pmd/drivers.hh"
+#include "pmd/host/link_stats.hh"
 
 namespace rawpipe {
 namespace af_packet {
@@ -56,7 +57,10 @@ Status socket_error(std::string_view what, const std::string& ifname, int err) {
 class AfPacketPort final : public Port {
  public:
   AfPacketPort(const Spec& spec, const PortEnv& env, int ifindex)
-      : spec_(spec), env_(env), ifindex_(ifindex), mtu_(link().mtu) {}
+      : spec_(spec), env_(env), ifindex_(ifindex), mtu_(link().mtu) {
+    // The interface's own drop counters, from this (the port's) namespace; none if netlink fails.
+    if (auto d = host::LinkDrops::open(ifindex)) link_drops_ = std::move(d).value();
+  }
   ~AfPacketPort() override { close_all(); }
 
   Status open_queues();
@@ -90,6 +94,7 @@ class AfPacketPort final : public Port {
   // PACKET_STATISTICS resets the kernel's counters on every read, so they accumulate here.
   mutable std::mutex stats_mu_;
   mutable std::vector<tpacket_stats_v3> kernel_totals_;
+  host::LinkDrops link_drops_;
 };
 
 Status AfPacketPort::open_queues() {
@@ -345,6 +350,7 @@ PortStats AfPacketPort::stats() const {
   s.extended["rx_csum_completed"] = csum;
   s.extended["rx_vlan_reinserted"] = vlan;
   s.extended["tx_would_block"] = would_block;
+  link_drops_.add_to(s.extended);
   return s;
 }
 

@@ -23,6 +23,7 @@
 #include "pmd/af_xdp/program.hh"
 #include "pmd/af_xdp/xdp_steer_abi.h"
 #include "pmd/drivers.hh"
+#include "pmd/host/link_stats.hh"
 
 namespace rawpipe {
 namespace af_xdp {
@@ -83,6 +84,8 @@ class AfXdpPort final : public Port {
     auto info = query_interface(cfg_.interface);
     if (!info) return info.status().context(fmt::format("af_xdp port '{}'", env_.name));
     if_ = info.value();
+    // The interface's own drop counters, read later from this (the port's) namespace.
+    if (auto d = host::LinkDrops::open(if_.index)) link_drops_ = std::move(d).value();
     const std::uint32_t room = pool->buf_size() - kMbufHeaderSize - kXdpPacketHeadroom;
     if (if_.mtu + kL2Overhead > room)
       return Status::errorf("af_xdp port '{}': {} has MTU {}, but a {}-byte pool buffer leaves {} bytes for a frame "
@@ -250,6 +253,7 @@ class AfXdpPort final : public Port {
     e["xsk_rx_fill_ring_empty"] = total.rx_fill_ring_empty_descs;
     e["xsk_tx_ring_empty"] = total.tx_ring_empty_descs;
     for (const auto& [k, v] : program_->counters()) e[k] = v;
+    link_drops_.add_to(e);
     std::uint64_t kick_errors = 0, wake_errors = 0;
     for (const auto& q : queues_) {
       kick_errors += q->tx_kick_errors.get();
@@ -441,6 +445,7 @@ class AfXdpPort final : public Port {
   bool started_ = false;
   unsigned steer_entries_ = 0;
   std::string zc_failure_;
+  host::LinkDrops link_drops_;
 };
 
 class AfXdpSpec final : public PortSpec {

@@ -1,0 +1,228 @@
+// `rawpipe doctor` against crafted bad setups, each asserting the exact fix, and a good setup that
+// exits 0 and then really runs with the path doctor predicted:
+//   - a config naming an interface that does not exist;
+//   - no capabilities (doctor run inside `unshare -U`, where it is uid nobody with an empty set);
+//   - a veth with MTU 9000 under an af_xdp port (namespace and veth made by the test);
+//   - a veth with MTU 1500 under the same port.
+// Needs root for the namespaces; skips with the reason otherwise.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "pipeline/buf/mbuf.hh"
+#include "tests/support/netns.hh"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using rawpipe::test::NetNs;
+using rawpipe::test::VethEnd;
+using rawpipe::test::VethPair;
+
+fs::path build_dir() {
+  fs::path exe = fs::read_symlink("/proc/self/exe");
+  for (fs::path dir = exe.parent_path(); dir.has_relative_path(); dir = dir.parent_path())
+    if (fs::exists(dir / "meson-info" / "meson-info.json")) return dir;
+  return {};
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Output {
+  int status = -1;
+  std::string out, err;
+};
+
+class Doctor : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = rawpipe::test::netns_unavailable_reason()) GTEST_SKIP() << *why;
+    const fs::path build = build_dir();
+    ASSERT_FALSE(build.empty()) << "cannot find meson-info above this test";
+    bin_ = build / "apps" / "rawpipe" / "rawpipe";
+    ASSERT_TRUE(fs::exists(bin_)) << bin_ << " is not built";
+    tmp_ = fs::temp_directory_path() / ("rawpipe-doctor-test-" + std::to_string(getpid()));
+    fs::create_directories(tmp_);
+    fs::permissions(tmp_, fs::perms::all);  // readable by the unprivileged doctor in a user namespace
+  }
+  void TearDown() override {
+    if (!tmp_.empty()) fs::remove_all(tmp_);
+  }
+
+  // Runs argv (argv[0] is a path or is looked up in PATH), waiting at most timeout_s.
+  Output spawn(std::vector<std::string> args, int timeout_s = 60) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const fs::path out = tmp_ / "stdout", err = tmp_ / "stderr";
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid;
+    Output o;
+    int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+      o.err = "posix_spawn failed";
+      return o;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) != pid) {
+      if (std::chrono::steady_clock::now() - start > std::chrono::seconds(timeout_s)) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        ADD_FAILURE() << args[0] << " did not finish within " << timeout_s << " s";
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    o.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    o.out = slurp(out);
+    o.err = slurp(err);
+    return o;
+  }
+
+  fs::path config(const std::string& pmd, const std::string& interface) {
+    const fs::path p = tmp_ / "doctor.toml";
+    std::ofstream(p) << "[[pools]]\nname = \"rx\"\ncount = 4096\nbuf_size = 2048\n\n"
+                     << "[[ports]]\nname = \"p0\"\npmd = \"" << pmd << "\"\ninterface = \"" << interface << "\"\n\n"
+                     << "[[endpoints]]\nname = \"udp\"\naction = \"sink\"\nmatch = [\"udp dst *:5000\"]\n\n"
+                     << "[[lcores]]\nrx = [\"p0:0\"]\n";
+    fs::permissions(p, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+    return p;
+  }
+
+  // Runs doctor --json (prefix: a wrapper such as `ip netns exec NS`) and returns its findings.
+  nlohmann::json doctor(const fs::path& cfg, std::vector<std::string> prefix, int expect_status) {
+    prefix.push_back(bin_.string());
+    prefix.insert(prefix.end(), {"doctor", cfg.string(), "--json"});
+    Output o = spawn(prefix);
+    EXPECT_EQ(o.status, expect_status) << o.out << o.err;
+    auto j = nlohmann::json::parse(o.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << "not JSON:\n" << o.out << o.err;
+    return j;
+  }
+
+  static const nlohmann::json* finding(const nlohmann::json& j, const std::string& check) {
+    if (!j.contains("checks")) return nullptr;
+    for (const auto& c : j["checks"])
+      if (c["check"] == check) return &c;
+    return nullptr;
+  }
+
+  fs::path bin_, tmp_;
+};
+
+TEST_F(Doctor, MissingInterfaceFailsAndListsTheInterfacesThatExist) {
+  auto ns = NetNs::create("rpdoc");
+  ASSERT_TRUE(ns) << ns.message();
+  const fs::path cfg = config("af_packet", "rpnosuch0");
+  auto j = doctor(cfg, {"ip", "netns", "exec", ns->name()}, 1);
+  EXPECT_FALSE(j["can_run"].get<bool>());
+  const nlohmann::json* f = finding(j, "interface rpnosuch0");
+  ASSERT_NE(f, nullptr) << j.dump(2);
+  EXPECT_EQ((*f)["level"], "FAIL");
+  // The namespace holds only lo, so that is the one interface the fix can offer.
+  EXPECT_EQ((*f)["fix"], "set interface = \"<name>\" in port 'p0' (" + cfg.string() +
+                             ":6) to one of: lo; or create the interface, or run rawpipe in its namespace (ip netns "
+                             "exec <ns> rawpipe ...)");
+}
+
+TEST_F(Doctor, NoCapabilitiesInAUserNamespaceFailWithSetcap) {
+  const fs::path cfg = config("af_packet", "lo");
+  auto j = doctor(cfg, {"unshare", "-U"}, 1);
+  EXPECT_FALSE(j["can_run"].get<bool>());
+  const nlohmann::json* f = finding(j, "capability CAP_NET_RAW");
+  ASSERT_NE(f, nullptr) << j.dump(2);
+  EXPECT_EQ((*f)["level"], "FAIL");
+  EXPECT_EQ((*f)["detail"], "missing: port p0 needs it for raw sockets and raw-packet queues");
+  EXPECT_EQ((*f)["fix"], "run as root, or grant the binary the capabilities: sudo setcap cap_net_raw+ep " +
+                             fs::canonical(bin_).string());
+  // The same config passes as root: the capability was the only problem.
+  auto root = doctor(cfg, {}, 0);
+  EXPECT_TRUE(root["can_run"].get<bool>()) << root.dump(2);
+}
+
+class DoctorVeth : public Doctor {
+ protected:
+  void make(unsigned mtu) {
+    auto ns = NetNs::create("rpdoc");
+    ASSERT_TRUE(ns) << ns.message();
+    ns_.emplace(std::move(ns).value());
+    VethEnd a{&*ns_, rawpipe::test::unique_name("rpda"), {"10.77.0.1/24"}, "", mtu};
+    VethEnd b{&*ns_, rawpipe::test::unique_name("rpdb"), {"10.77.0.2/24"}, "", mtu};
+    auto v = VethPair::create(a, b);
+    ASSERT_TRUE(v) << v.message();
+    veth_.emplace(std::move(v).value());
+  }
+  void TearDown() override {
+    veth_.reset();
+    ns_.reset();
+    Doctor::TearDown();
+  }
+  std::optional<NetNs> ns_;
+  std::optional<VethPair> veth_;
+};
+
+TEST_F(DoctorVeth, JumboMtuUnderAfXdpFailsWithTheMtuThatFits) {
+  make(9000);
+  if (HasFatalFailure()) return;
+  const std::string ifname = veth_->a().name;
+  auto j = doctor(config("af_xdp", ifname), {"ip", "netns", "exec", ns_->name()}, 1);
+  EXPECT_FALSE(j["can_run"].get<bool>());
+  std::vector<const nlohmann::json*> mtu;
+  for (const auto& c : j["checks"])
+    if (c["check"] == "mtu " + ifname) mtu.push_back(&c);
+  ASSERT_EQ(mtu.size(), 2u) << j.dump(2);
+  const unsigned fits = 2048 - rawpipe::kMbufHeaderSize - 256 - 22;
+  EXPECT_EQ((*mtu[0])["level"], "FAIL");
+  EXPECT_EQ((*mtu[0])["fix"].get<std::string>().rfind(
+                "lower the MTU: sudo ip link set dev " + ifname + " mtu " + std::to_string(fits), 0),
+            0u)
+      << (*mtu[0])["fix"];
+  EXPECT_EQ((*mtu[1])["level"], "warn");  // veth's native XDP limit: generic XDP instead
+  EXPECT_EQ((*mtu[1])["fix"], "sudo ip link set dev " + ifname + " mtu 3506");
+  // Applying the fix makes the setup pass.
+  ASSERT_TRUE(veth_->exec_a({"ip", "link", "set", "dev", ifname, "mtu", std::to_string(fits)}));
+  ASSERT_TRUE(veth_->exec_b({"ip", "link", "set", "dev", veth_->b().name, "mtu", std::to_string(fits)}));
+  auto fixed = doctor(config("af_xdp", ifname), {"ip", "netns", "exec", ns_->name()}, 0);
+  EXPECT_TRUE(fixed["can_run"].get<bool>()) << fixed.dump(2);
+}
+
+TEST_F(DoctorVeth, GoodSetupExitsZeroAndRunsOnThePredictedPath) {
+  make(1500);
+  if (HasFatalFailure()) return;
+  const std::string ifname = veth_->a().name;
+  const fs::path cfg = config("af_xdp", ifname);
+  auto j = doctor(cfg, {"ip", "netns", "exec", ns_->name()}, 0);
+  ASSERT_TRUE(j["can_run"].get<bool>()) << j.dump(2);
+  for (const auto& c : j["checks"]) EXPECT_NE(c["level"], "FAIL") << c.dump();
+  const nlohmann::json* path = finding(j, "path p0");
+  ASSERT_NE(path, nullptr) << j.dump(2);
+  EXPECT_EQ((*path)["detail"], "AF_XDP on " + ifname + " queue 0: XDP native, copy mode (driver veth has no zero-copy)");
+  // rawpipe run prints the path the port really took at startup: the same driver and modes.
+  Output run = spawn({"ip", "netns", "exec", ns_->name(), bin_.string(), "run", cfg.string(), "--duration", "0.5"});
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("af_xdp " + ifname + " queue 0: XDP native"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("copy mode"), std::string::npos) << run.out;
+}
+
+}  // namespace
