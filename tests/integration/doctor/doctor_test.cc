@@ -100,10 +100,12 @@ class Doctor : public ::testing::Test {
     return o;
   }
 
-  fs::path config(const std::string& pmd, const std::string& interface) {
+  fs::path config(const std::string& pmd, const std::string& interface, unsigned buf_size = 2048,
+                  const std::string& port_keys = "") {
     const fs::path p = tmp_ / "doctor.toml";
-    std::ofstream(p) << "[[pools]]\nname = \"rx\"\ncount = 4096\nbuf_size = 2048\n\n"
-                     << "[[ports]]\nname = \"p0\"\npmd = \"" << pmd << "\"\ninterface = \"" << interface << "\"\n\n"
+    std::ofstream(p) << "[[pools]]\nname = \"rx\"\ncount = 4096\nbuf_size = " << buf_size << "\n\n"
+                     << "[[ports]]\nname = \"p0\"\npmd = \"" << pmd << "\"\ninterface = \"" << interface << "\"\n"
+                     << port_keys << "\n"
                      << "[[endpoints]]\nname = \"udp\"\naction = \"sink\"\nmatch = [\"udp dst *:5000\"]\n\n"
                      << "[[lcores]]\nrx = [\"p0:0\"]\n";
     fs::permissions(p, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
@@ -223,6 +225,30 @@ TEST_F(DoctorVeth, GoodSetupExitsZeroAndRunsOnThePredictedPath) {
   ASSERT_EQ(run.status, 0) << run.out << run.err;
   EXPECT_NE(run.out.find("af_xdp " + ifname + " queue 0: XDP native"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("copy mode"), std::string::npos) << run.out;
+}
+
+// The native XDP limit doctor states for veth is the kernel's: at 3507 the attach fails (and so does
+// rawpipe run with attach = "native"), at 3506 both pass.
+TEST_F(DoctorVeth, NativeXdpMtuLimitMatchesTheKernel) {
+  make(3507);
+  if (HasFatalFailure()) return;
+  const std::string ifname = veth_->a().name;
+  const fs::path cfg = config("af_xdp", ifname, 4096, "attach = \"native\"\n");
+  auto j = doctor(cfg, {"ip", "netns", "exec", ns_->name()}, 1);
+  const nlohmann::json* f = finding(j, "mtu " + ifname);
+  ASSERT_NE(f, nullptr) << j.dump(2);
+  EXPECT_EQ((*f)["level"], "FAIL");
+  EXPECT_EQ((*f)["fix"], "sudo ip link set dev " + ifname + " mtu 3506, or set attach = \"auto\" to accept generic XDP");
+  Output refused = spawn({"ip", "netns", "exec", ns_->name(), bin_.string(), "run", cfg.string(), "--duration", "0.2"});
+  EXPECT_NE(refused.status, 0) << refused.out << refused.err;
+
+  ASSERT_TRUE(veth_->exec_a({"ip", "link", "set", "dev", ifname, "mtu", "3506"}));
+  ASSERT_TRUE(veth_->exec_b({"ip", "link", "set", "dev", veth_->b().name, "mtu", "3506"}));
+  auto ok = doctor(cfg, {"ip", "netns", "exec", ns_->name()}, 0);
+  EXPECT_TRUE(ok["can_run"].get<bool>()) << ok.dump(2);
+  Output ran = spawn({"ip", "netns", "exec", ns_->name(), bin_.string(), "run", cfg.string(), "--duration", "0.2"});
+  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
+  EXPECT_NE(ran.out.find("XDP native"), std::string::npos) << ran.out;
 }
 
 }  // namespace
