@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <arpa/inet.h>
+#include <linux/capability.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pwd.h>
@@ -248,6 +249,51 @@ TEST_F(PrivilegeRun, AfPacketInNamespaceAsNobodyKeepsReceiving) {
   ASSERT_TRUE(dropped) << out();
   ASSERT_EQ(rc, 0) << out();
   expect_balanced(json);
+}
+
+// AF_XDP keeps exactly what detaching its XDP program needs, and does detach it at exit.
+TEST_F(PrivilegeRun, AfXdpAsNobodyKeepsOnlyWhatDetachNeeds) {
+  if (auto why = test::netns_unavailable_reason()) GTEST_SKIP() << *why;
+  if (!fs::exists(build_dir() / "pmd" / "af_xdp" / "xdp_steer.bpf.o")) GTEST_SKIP() << "af_xdp driver not built";
+  auto ns = test::NetNs::create("rppxdp");
+  ASSERT_TRUE(ns) << ns.message();
+  test::VethEnd in{&ns.value(), "", {"10.79.0.1/24"}, "", 0};
+  test::VethEnd peer{nullptr, "", {"10.79.0.2/24"}, "", 0};
+  auto veth = test::VethPair::create(in, peer);
+  ASSERT_TRUE(veth) << veth.message();
+  const fs::path cfg = tmp_ / "xdp.toml";
+  std::ofstream(cfg) << "[run]\nuser = \"nobody\"\nduration = 2\nstats_interval = 0.1\ndefault_action = \"endpoint\"\n"
+                        "default_endpoint = \"rest\"\n[[pools]]\nname = \"rx\"\ncount = 4096\n"
+                        "[[ports]]\nname = \"p\"\npmd = \"af_xdp\"\ninterface = \""
+                     << veth->a().name << "\"\n"
+                     << kTail;
+  const fs::path json = tmp_ / "xdp.json";
+  pid_t pid = spawn({"ip", "netns", "exec", ns->name(), bin_.string(), "run", cfg.string(), "--json", json.string()});
+  ASSERT_GT(pid, 0);
+  const bool dropped = wait_for_drop(pid);
+  std::string attached;
+  if (dropped) {
+    auto link = test::output_in(&ns.value(), {"ip", "link", "show", veth->a().name});
+    attached = link ? link.value() : link.message();
+    const privilege::CapMask want = (privilege::CapMask{1} << CAP_NET_ADMIN) | (privilege::CapMask{1} << CAP_SYS_ADMIN);
+    for (const auto& e : fs::directory_iterator(fmt::format("/proc/{}/task", pid))) {
+      auto c = read_task_creds((e.path() / "status").string());
+      ASSERT_TRUE(c) << c.message();
+      EXPECT_EQ(c->eff, want) << e.path();
+      EXPECT_EQ(c->prm, want) << e.path();
+      EXPECT_EQ(c->bnd, want) << e.path();
+      EXPECT_EQ(c->uid[1], nobody_uid_) << e.path();
+      EXPECT_EQ(c->no_new_privs, 1) << e.path();
+    }
+  }
+  const int rc = wait_exit(pid);
+  ASSERT_TRUE(dropped) << out();
+  ASSERT_EQ(rc, 0) << out();
+  EXPECT_NE(attached.find("xdp"), std::string::npos) << "no XDP program while running: " << attached;
+  EXPECT_NE(out().find("capabilities kept: CAP_NET_ADMIN, CAP_SYS_ADMIN; port p (af_xdp)"), std::string::npos) << out();
+  auto after = test::output_in(&ns.value(), {"ip", "link", "show", veth->a().name});
+  ASSERT_TRUE(after) << after.message();
+  EXPECT_EQ(after->find("xdp"), std::string::npos) << "the XDP program outlived the run: " << after.value();
 }
 
 // A user that does not exist stops the run before anything is set up: no port, no segment.
