@@ -45,6 +45,7 @@ const std::map<std::string, std::vector<std::string>> kDriverBase = {
     {"mlx5-model", {}},
     {"mana", {"interface = \"mana-matrix\""}},
     {"mana-model", {}},
+    {"dpdk", {"device = \"net_null0\""}},
 };
 
 const Row kRows[] = {
@@ -160,6 +161,11 @@ const Row kRows[] = {
     // [metrics]
     {Sec::kMetrics, "", "listen", "9464", "\"127.0.0.1:70000\""},
     {Sec::kMetrics, "", "latency_sample", "\"64\"", "-1"},
+    // dpdk (rows run only in builds with the driver)
+    {Sec::kPort, "dpdk", "device", "1", "\"\""},
+    {Sec::kPort, "dpdk", "eal_args", "1", "[\"\"]"},
+    {Sec::kPort, "dpdk", "buffers", "1", "\"some\""},
+    {Sec::kPort, "dpdk", "promiscuous", "\"yes\"", nullptr},
     // [[endpoints]]
     {Sec::kEndpoint, "", "name", "1", "\"\""},
     {Sec::kEndpoint, "", "action", "1", "\"mirror\""},
