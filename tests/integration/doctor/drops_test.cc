@@ -57,11 +57,19 @@ TEST(DropTree, KernelRingOverflowIsAttributedToThePort) {
 
   std::thread runner([&] {
     const std::string cmd = "ip netns exec " + rx_ns->name() + " " + bin.string() + " run " + cfg.string() +
-                            " --duration 2.5 --json " + json.string() + " > " + out.string() + " 2>&1";
+                            " --duration 4 --json " + json.string() + " > " + out.string() + " 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // the port is open and the lcore asleep
-  constexpr int kSent = 20000;
+  // The path report is printed once the port has started: from then on its ring receives.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  for (;;) {
+    std::stringstream so_far;
+    so_far << std::ifstream(out).rdbuf();
+    if (so_far.str().find(ifname) != std::string::npos || std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // Bursts far larger than the ring, spaced so that each one lands while the lcore sleeps.
+  constexpr int kBursts = 4, kPerBurst = 5000, kSent = kBursts * kPerBurst;
   rawpipe::Status sent = tx_ns->run([&] {
     int fd = socket(AF_INET, SOCK_DGRAM, 0);
     ASSERT_GE(fd, 0);
@@ -70,12 +78,15 @@ TEST(DropTree, KernelRingOverflowIsAttributedToThePort) {
     to.sin_port = htons(5000);
     inet_pton(AF_INET, "10.78.0.1", &to.sin_addr);
     char payload[64] = {};
-    for (int i = 0; i < kSent; ++i)
-      (void)sendto(fd, payload, sizeof(payload), 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
+    for (int b = 0; b < kBursts; ++b) {
+      for (int i = 0; i < kPerBurst; ++i)
+        (void)sendto(fd, payload, sizeof(payload), 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
     close(fd);
   });
+  runner.join();  // before any assertion can return: a joinable thread must not be destroyed
   ASSERT_TRUE(sent) << sent.message();
-  runner.join();
 
   std::ifstream in(json);
   auto j = nlohmann::json::parse(in, nullptr, false);
