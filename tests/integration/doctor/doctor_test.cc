@@ -163,6 +163,22 @@ TEST_F(Doctor, NoCapabilitiesInAUserNamespaceFailWithSetcap) {
   EXPECT_TRUE(root["can_run"].get<bool>()) << root.dump(2);
 }
 
+TEST_F(Doctor, ConfigThatDoesNotLoadFailsWithFileAndLine) {
+  const fs::path cfg = tmp_ / "bad.toml";
+  std::ofstream(cfg) << "[[pools]]\nname = \"rx\"\ncount = 4096\nbuf_sise = 2048\n\n"
+                     << "[[ports]]\nname = \"p0\"\npmd = \"synth\"\n\n"
+                     << "[[endpoints]]\nname = \"udp\"\naction = \"sink\"\nmatch = [\"udp dst *:5000\"]\n\n"
+                     << "[[lcores]]\nrx = [\"p0:0\"]\n";
+  auto j = doctor(cfg, {}, 1);
+  const nlohmann::json* f = finding(j, "config");
+  ASSERT_NE(f, nullptr) << j.dump(2);
+  EXPECT_EQ((*f)["level"], "FAIL");
+  EXPECT_NE((*f)["detail"].get<std::string>().find(cfg.string() + ":4"), std::string::npos) << (*f)["detail"];
+  EXPECT_NE((*f)["detail"].get<std::string>().find("buf_sise"), std::string::npos) << (*f)["detail"];
+  // The machine checks still follow.
+  EXPECT_NE(finding(j, "capabilities"), nullptr) << j.dump(2);
+}
+
 class DoctorVeth : public Doctor {
  protected:
   void make(unsigned mtu) {
