@@ -58,6 +58,7 @@ void RingConsumer::loop(Pipeline* pipeline, std::vector<std::uint16_t> endpoints
       unsigned n = pipeline->endpoint_receive(e, burst, kMaxBurst);
       if (n == 0) continue;
       any = true;
+      if (e2e_) e2e_->on_batch(e, burst, n);  // sampled; reads the stamps before the free below
       // The headers were last written on the lcore's core: start every line's transfer before the
       // free loop needs the first, so the misses overlap instead of queueing one by one.
       for (unsigned i = 0; i < n; ++i) prefetchw(burst[i]);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pipeline/common/status.hh"
+#include "apps/rawpipe/e2e_latency.hh"
 #include "pipeline/engine/pipeline.hh"
 
 namespace rawpipe::app {
@@ -27,6 +28,9 @@ class RingConsumer {
   // Packets received per endpoint id; exact after stop().
   std::vector<std::uint64_t> received() const;
 
+ // Control path, before start(): record port-to-consumer latency there (null: not).
+  void set_e2e(E2eLatency* e2e) noexcept { e2e_ = e2e; }
+
  private:
   void loop(Pipeline* pipeline, std::vector<std::uint16_t> endpoints);
 
@@ -35,6 +39,7 @@ class RingConsumer {
   // One counter per endpoint, written by the consumer thread, read relaxed by the stats reader.
   std::unique_ptr<std::atomic<std::uint64_t>[]> received_;
   std::size_t endpoint_count_ = 0;
+  E2eLatency* e2e_ = nullptr;
 };
 
 }  // namespace rawpipe::app

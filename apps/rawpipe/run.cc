@@ -121,7 +121,13 @@ int run_command(const RunOptions& options) {
     fmt::print("{}{}", path, path.ends_with('\n') ? "" : "\n");
   }
   std::fflush(stdout);
+  // Port-to-consumer latency of stamped packets, sampled like the stage timing ([metrics]).
+  E2eLatency e2e(pipeline->endpoint_count(), plan.metrics.latency_sample);
   RingConsumer consumer;
+  if (plan.metrics.latency_sample) consumer.set_e2e(&e2e);
+  const ops::DocumentExtension add_e2e = [&e2e, &pipeline](nlohmann::json& doc) {
+    doc["end_to_end"] = e2e.json(*pipeline);
+  };
   if (Status s = consumer.start(*pipeline, app.consumer_cpu); !s) {
     fmt::print(stderr, "rawpipe: {}\n", s.message());
     (void)pipeline->stop();
@@ -130,6 +136,7 @@ int run_command(const RunOptions& options) {
 
   // Counters for `rawpipe stat`, published off the lcores; a pipeline runs without them if /dev/shm fails.
   ops::StatsPublisher publisher;
+  publisher.set_extension(add_e2e);
   const std::string stats_name = std::filesystem::path(options.config).stem().string();
   if (Status s = publisher.start(*pipeline, stats_name, std::chrono::milliseconds(
                                      std::max<long>(100, static_cast<long>(plan.stats_interval_s * 1000))));
@@ -137,6 +144,7 @@ int run_command(const RunOptions& options) {
     fmt::print(stderr, "rawpipe: live stats unavailable: {}\n", s.message());
   // Prometheus /metrics ([metrics] listen): asked for explicitly, so failing to serve it stops the run.
   ops::MetricsServer metrics;
+  metrics.set_extension(add_e2e);
   if (!plan.metrics.listen.empty()) {
     if (Status s = metrics.start(*pipeline, stats_name, plan.metrics.listen); !s) {
       fmt::print(stderr, "rawpipe: {}\n", s.message());

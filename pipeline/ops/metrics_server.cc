@@ -145,7 +145,9 @@ void MetricsServer::serve(int fd) {
   // Only a well-formed GET /metrics pays for rendering.
   const std::string probe = metrics_http_response(req, "");
   if (!probe.starts_with("HTTP/1.0 200")) return write_all(fd, probe);
-  write_all(fd, metrics_http_response(req, prometheus_text(stats_document(*pipeline_, name_))));
+  nlohmann::json doc = stats_document(*pipeline_, name_);
+  if (extension_) extension_(doc);
+  write_all(fd, metrics_http_response(req, prometheus_text(doc)));
 }
 
 }  // namespace rawpipe::ops

@@ -14,6 +14,7 @@
 
 #include "pipeline/common/status.hh"
 #include "pipeline/engine/pipeline.hh"
+#include "pipeline/ops/publisher.hh"
 
 namespace rawpipe::ops {
 
@@ -24,6 +25,8 @@ class MetricsServer {
   MetricsServer& operator=(const MetricsServer&) = delete;
   ~MetricsServer() { stop(); }
 
+  // Control path, before start(): adds the host's part to every scraped document.
+  void set_extension(DocumentExtension f) { extension_ = std::move(f); }
   // Binds `listen` ("A.B.C.D:PORT"; port 0 picks a free one) and starts the thread. The pipeline
   // must outlive stop().
   Status start(const Pipeline& pipeline, std::string name, const std::string& listen);
@@ -40,6 +43,7 @@ class MetricsServer {
 
   const Pipeline* pipeline_ = nullptr;
   std::string name_;
+  DocumentExtension extension_;
   int listen_fd_ = -1;
   int wake_fd_ = -1;  // eventfd: stop() wakes the poll
   std::string address_;

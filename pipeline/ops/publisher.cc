@@ -110,8 +110,9 @@ nlohmann::json latency_json(const Pipeline& pipeline, const PipelineSnapshot& sn
 
 }  // namespace
 
-nlohmann::json histogram_json(const HistogramSnapshot& h) {
-  const double k = h.count ? tsc_ns_per_cycle() : 1.0;  // calibrate only once something was timed
+nlohmann::json histogram_json(const HistogramSnapshot& h, double ns_per_unit) {
+  // Calibrate the TSC only once something was timed.
+  const double k = ns_per_unit > 0 ? ns_per_unit : h.count ? tsc_ns_per_cycle() : 1.0;
   auto ns = [k](std::uint64_t cycles) { return static_cast<std::uint64_t>(static_cast<double>(cycles) * k + 0.5); };
   return {{"samples", h.count},          {"sum_ns", ns(h.sum)},          {"p50_ns", ns(h.quantile(0.5))},
           {"p99_ns", ns(h.quantile(0.99))}, {"p999_ns", ns(h.quantile(0.999))}, {"max_ns", ns(h.max)}};
@@ -187,7 +188,9 @@ Status StatsPublisher::start(const Pipeline& pipeline, std::string_view name, st
 void StatsPublisher::publish_now() {
   std::lock_guard lock(mu_);
   if (!pipeline_) return;
-  const std::string text = stats_document(*pipeline_, name_).dump();
+  nlohmann::json doc = stats_document(*pipeline_, name_);
+  if (extension_) extension_(doc);
+  const std::string text = doc.dump();
   if (!writer_.publish(text))
     (void)writer_.publish(R"({"error":"the stats document exceeds the segment's capacity"})");
 }

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -30,8 +31,13 @@ bool is_port_drop_counter(std::string_view name) noexcept;
 // latency per lcore and merged). Safe to call from several control threads at once.
 nlohmann::json stats_document(const Pipeline& pipeline, std::string_view name);
 
-// A latency histogram (TSC cycles) as {"samples", "sum_ns", "p50_ns", "p99_ns", "p999_ns", "max_ns"}.
-nlohmann::json histogram_json(const HistogramSnapshot& h);
+// A latency histogram as {"samples", "sum_ns", "p50_ns", "p99_ns", "p999_ns", "max_ns"}; its
+// values are TSC cycles unless ns_per_unit > 0 says what one unit is.
+nlohmann::json histogram_json(const HistogramSnapshot& h, double ns_per_unit = 0);
+
+// Adds what the host knows beyond the pipeline (e.g. the app consumer's "end_to_end") to a
+// stats document; called on the publishing thread.
+using DocumentExtension = std::function<void(nlohmann::json&)>;
 
 class StatsPublisher {
  public:
@@ -40,6 +46,8 @@ class StatsPublisher {
   StatsPublisher& operator=(const StatsPublisher&) = delete;
   ~StatsPublisher() { stop(); }
 
+  // Control path, before start(): adds the host's part to every document.
+  void set_extension(DocumentExtension f) { extension_ = std::move(f); }
   // Creates the segment and publishes once before returning, then once per interval.
   Status start(const Pipeline& pipeline, std::string_view name, std::chrono::milliseconds interval);
   // Publishes a final document (running = false if the pipeline stopped) and removes the segment.
@@ -53,6 +61,7 @@ class StatsPublisher {
   const Pipeline* pipeline_ = nullptr;
   std::string name_;
   std::chrono::milliseconds interval_{1000};
+  DocumentExtension extension_;
   ShmStatsWriter writer_;
   std::mutex mu_;  // control threads only: guards stopping_ and serialises publishes
   std::condition_variable cv_;

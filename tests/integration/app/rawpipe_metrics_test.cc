@@ -201,4 +201,88 @@ rx = ["gen:0"]
   fs::remove_all(tmp);
 }
 
+// The socket port stamps each datagram with the kernel's receive time (CLOCK_REALTIME); the app's
+// consumer turns that into port-to-consumer latency, shown in the document and in /metrics.
+TEST(RawpipeOps, EndToEndLatencyFromKernelTimestamps) {
+  const fs::path build = build_dir();
+  const fs::path bin = build / "apps" / "rawpipe" / "rawpipe";
+  ASSERT_TRUE(fs::exists(bin)) << bin;
+  // A free UDP port on loopback (released again for the pipeline's socket).
+  const int probe = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(probe, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  socklen_t len = sizeof sa;
+  ASSERT_EQ(getsockname(probe, reinterpret_cast<sockaddr*>(&sa), &len), 0);
+  ::close(probe);
+  const int udp_port = ntohs(sa.sin_port);
+
+  const std::string name = "opse2e" + std::to_string(getpid());
+  const fs::path tmp = fs::temp_directory_path() / ("rawpipe-ops-e2e-" + std::to_string(getpid()));
+  fs::create_directories(tmp);
+  const fs::path config = tmp / (name + ".toml");
+  std::ofstream(config) << R"(
+[run]
+stats_interval = 0.1
+
+[metrics]
+listen = "127.0.0.1:0"
+latency_sample = 1
+
+[[pools]]
+name = "rx"
+count = 1024
+
+[[ports]]
+name = "sock"
+pmd = "socket"
+
+[[endpoints]]
+name = "md"
+match = ["udp dst 127.0.0.1:)" + std::to_string(udp_port) + R"("]
+
+[[lcores]]
+rx = ["sock:0"]
+idle_sleep_us = 50
+)";
+  const pid_t pid = spawn({bin.string(), "run", config.string(), "--duration", "3"}, tmp / "out", tmp / "err");
+  ASSERT_GT(pid, 0);
+  std::uint16_t port = 0;
+  const std::regex url("metrics: http://127\\.0\\.0\\.1:([0-9]+)/metrics");
+  for (int i = 0; i < 500 && !port; ++i) {
+    std::smatch m;
+    const std::string out = slurp(tmp / "out");
+    if (std::regex_search(out, m, url)) port = static_cast<std::uint16_t>(std::stoi(m[1]));
+    else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(port, 0) << slurp(tmp / "out") << slurp(tmp / "err");
+
+  const int tx = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sa.sin_port = htons(static_cast<std::uint16_t>(udp_port));
+  for (int i = 0; i < 500; ++i) {
+    (void)!::sendto(tx, "hello", 5, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ::close(tx);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  ASSERT_EQ(wait_exit(spawn({bin.string(), "stat", name, "--json"}, tmp / "stat.json", tmp / "stat.err"), 20), 0)
+      << slurp(tmp / "stat.err");
+  const auto doc = nlohmann::json::parse(slurp(tmp / "stat.json"), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded());
+  ASSERT_EQ(doc["end_to_end"].size(), 1u) << doc.dump(2);
+  const auto& e = doc["end_to_end"][0];
+  EXPECT_EQ(e["endpoint"], "md");
+  EXPECT_EQ(e["unusable"], 0);
+  EXPECT_GT(e["latency"]["samples"].get<std::uint64_t>(), 0u);
+  EXPECT_LE(e["latency"]["samples"].get<std::uint64_t>(), doc["endpoints"][0]["delivered"].get<std::uint64_t>());
+  // Kernel receive to consumer on one machine: well under a second, and never negative.
+  EXPECT_LT(e["latency"]["p50_ns"].get<std::uint64_t>(), 1000000000u);
+  const std::string resp = http_get(port, "/metrics");
+  EXPECT_GT(sum_of(resp, "rawpipe_endpoint_latency_seconds_count", "endpoint=\"md\""), 0) << resp;
+  EXPECT_EQ(wait_exit(pid, 60), 0) << slurp(tmp / "err");
+  fs::remove_all(tmp);
+}
+
 }  // namespace
