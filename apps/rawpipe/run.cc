@@ -19,6 +19,7 @@
 #include "pipeline/capture/tap.hh"
 #include "pipeline/neigh/stage.hh"
 #include "pipeline/ops/metrics_server.hh"
+#include "pipeline/filter/plugin.hh"
 #include "pipeline/ops/publisher.hh"
 #include "pipeline/privilege/drop.hh"
 #include "pipeline/privilege/plugin_path.hh"
@@ -218,6 +219,10 @@ int run_command(const RunOptions& options) {
     for (const std::string& n : pipeline->port(p).notices())
       fmt::print(stderr, "rawpipe: port '{}': {}\n", pipeline->port_name(p), n);
   fmt::print("{}", format_summary(summary));
+  for (std::size_t i = 0; i < pipeline->filter_plugins().size(); ++i) {
+    const FilterPlugin& f = *pipeline->filter_plugins()[i];
+    fmt::print("filter {} ({}): {}\n", plan.filters[i].label, f.name(), f.report());
+  }
   nlohmann::json extra_json = nlohmann::json::object();
   for (const TapWriter* t : pipeline->taps()) {
     const TapStats ts = t->stats();

@@ -5,7 +5,10 @@
  * library does not provide that ABI version; rawpipe_api_error() then says why, naming both
  * versions. A non-NULL table lists what it supports in `caps` (RAWPIPE_CAP_* bits); test a bit
  * before using the functions it names. Fields are only ever appended; `size` is sizeof the table
- * this library was built with, so a newer client can tell which trailing fields exist.
+ * this library was built with, so a newer client can tell which trailing fields exist
+ * (RAWPIPE_API_HAS). Appending is a minor revision (RAWPIPE_EXTRA_ABI_MINOR) and keeps the ABI
+ * version; a client built against a newer minor still gets the table from an older library and
+ * must test the capability bit (or RAWPIPE_API_HAS) of anything added after minor 0.
  *
  * Ownership rules (the whole contract):
  *  - A filter callback runs on an lcore thread, after parse and classify, before the packet is
@@ -31,6 +34,10 @@ extern "C" {
 #endif
 
 #define RAWPIPE_EXTRA_ABI_VERSION 1u
+/* Minor revisions of ABI version 1 (fields appended to rawpipe_api_t):
+ *   0  the first table (create .. set_allocator)
+ *   1  set_endpoint_offload (RAWPIPE_CAP_OFFLOAD) */
+#define RAWPIPE_EXTRA_ABI_MINOR 1u
 
 /* Capability bits of rawpipe_api_t::caps. */
 #define RAWPIPE_CAP_FILTERS (1ull << 0)       /* endpoint_filter, queue_filter */
@@ -40,6 +47,7 @@ extern "C" {
 #define RAWPIPE_CAP_STATS (1ull << 4)         /* dump_fd_stats */
 #define RAWPIPE_CAP_PLUGINS (1ull << 5)       /* load_filter_plugin */
 #define RAWPIPE_CAP_ALLOCATOR (1ull << 6)     /* set_allocator */
+#define RAWPIPE_CAP_OFFLOAD (1ull << 7)       /* set_endpoint_offload (minor 1) */
 
 /* Filter verdicts. Any other value returned by a filter is counted as filter_invalid_verdict and
  * the packet is dropped. */
@@ -166,7 +174,19 @@ typedef struct rawpipe_api {
    * memory (hugepages or anonymous). free is called with each region at destroy. Returns -1 for
    * bad flags. */
   int (*set_allocator)(rawpipe_alloc_fn alloc, rawpipe_free_fn free, void *ctx, uint32_t flags);
+
+  /* ---- minor 1 ---- */
+
+  /* Offload on/off for one endpoint while lcores run (RAWPIPE_CAP_OFFLOAD; XLIO's
+   * thread_offload at the ring level). on = 0: ports that can leave traffic to the kernel (AF_XDP
+   * with its steering program, mlx5 flow rules) stop steering the endpoint's rules to rawpipe, so
+   * the kernel stack receives that traffic; on other ports (synth, pcap, AF_PACKET, MANA) its
+   * packets are dropped and counted as endpoint_offload_off. on = 1 restores it. Returns 0 or -1. */
+  int (*set_endpoint_offload)(rawpipe_pipeline *p, uint16_t endpoint, int on);
 } rawpipe_api_t;
+
+/* Whether a table from rawpipe_get_api() has `field` (it may come from an older minor revision). */
+#define RAWPIPE_API_HAS(api, field) (offsetof(rawpipe_api_t, field) < (api)->size)
 
 /* NULL when `abi_version` is not provided by this library (rawpipe_api_error() says why). */
 const rawpipe_api_t *rawpipe_get_api(uint32_t abi_version);

@@ -1,5 +1,7 @@
 #include "pipeline/buf/pool.hh"
 
+#include "pipeline/buf/audit.hh"
+
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -121,10 +123,16 @@ Result<std::unique_ptr<Pool>> Pool::create(const PoolConfig& config) {
   }
   if (!pool->free_->enqueue_bulk(all.data(), config.count))
     return Status::errorf("pool '{}': internal error filling the free list", config.name);
+#if RAWPIPE_MBUF_DEBUG
+  audit_detail::register_pool(pool.get());
+#endif
   return pool;
 }
 
 Pool::~Pool() {
+#if RAWPIPE_MBUF_DEBUG
+  audit_detail::unregister_pool(this);
+#endif
   {
     std::lock_guard lock(caches_mu_);
     caches_.clear();
@@ -193,6 +201,9 @@ bool Pool::alloc_bulk(Mbuf** out, unsigned n) noexcept {
     c->len.store(len - n, std::memory_order_relaxed);
   }
   for (unsigned i = 0; i < n; ++i) reset(out[i]);
+#if RAWPIPE_MBUF_DEBUG
+  audit_detail::on_alloc(out, n);
+#endif
   return true;
 }
 
@@ -219,6 +230,9 @@ void mbuf_free_bulk(Mbuf* const* bufs, unsigned n) noexcept {
   Pool* batch_pool = nullptr;
   for (unsigned i = 0; i < n; ++i) {
     Mbuf* m = bufs[i];
+#if RAWPIPE_MBUF_DEBUG
+    if (!audit_detail::check_free(m)) continue;  // foreign or already free: counted and reported
+#endif
     // Sole holder: nobody else can touch the count, so skip the atomic RMW (as rte_pktmbuf_prefree_seg).
     // A5: acquire pairs with R3 of the holder that dropped the count to 1 after its last access.
     if (m->refcnt.load(std::memory_order_acquire) != 1) {
@@ -226,6 +240,9 @@ void mbuf_free_bulk(Mbuf* const* bufs, unsigned n) noexcept {
       // acquire (for the last holder) pairs with the other holders' R3.
       if (m->refcnt.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
     }
+#if RAWPIPE_MBUF_DEBUG
+    if (!audit_detail::on_release(m)) continue;  // another free of the same buffer got here first
+#endif
     // Zero marks the slot free, so a second free is visible to the ownership auditor.
     m->refcnt.store(0, std::memory_order_relaxed);
     if (m->pool != batch_pool || batched == kMaxBurst) {

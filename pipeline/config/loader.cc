@@ -13,6 +13,7 @@
 #include "pipeline/classify/rule.hh"
 #include "pipeline/common/compiler.hh"
 #include "pipeline/config/metrics_section.hh"
+#include "pipeline/config/filters_section.hh"
 #include "pipeline/config/section.hh"
 #include "pipeline/config/taps_section.hh"
 #include "pipeline/neigh/port_keys.hh"
@@ -403,6 +404,7 @@ Result<LoadedConfig> load_config_string(std::string_view text, const std::string
   load_run(root, plan, out.app, cpus);
   load_metrics_section(root, plan);
   load_lcores(root, plan, lcores, cpus, all_port_names);
+  load_filters(root, plan);
   load_taps(root, plan);
   check_endpoints_reachable(plan, endpoints);
   if (root.status()) check_tx_queues(plan, ports, section_of_port);

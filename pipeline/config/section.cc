@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -300,6 +301,43 @@ std::vector<std::pair<std::string, ConfigSection>> ConfigSection::named_tables()
     if (!v.is_table()) continue;
     used_.emplace(k.str());
     out.emplace_back(std::string(k.str()), child(v.as_table(), fmt::format("{}.{}", label_, k.str())));
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> ConfigSection::scalars_as_text() {
+  std::vector<std::pair<const toml::node*, std::string>> found;
+  for (const auto& [k, v] : as_table(table_)) {
+    used_.emplace(k.str());
+    if (v.is_table() || v.is_array()) {
+      type_error(k.str(), "a string, a number or a boolean");
+      continue;
+    }
+    found.emplace_back(&v, std::string(k.str()));
+  }
+  // The table is ordered by key; the reader expects the order of the file.
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    const auto& x = a.first->source().begin;
+    const auto& y = b.first->source().begin;
+    return x.line != y.line ? x.line < y.line : x.column < y.column;
+  });
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [n, key] : found) {
+    std::string text;
+    if (n->is_string()) {
+      text = std::string(n->as_string()->get());
+    } else if (n->is_integer()) {
+      text = std::to_string(n->as_integer()->get());
+    } else if (n->is_floating_point()) {
+      text = fmt::format("{}", n->as_floating_point()->get());
+    } else if (n->is_boolean()) {
+      text = n->as_boolean()->get() ? "true" : "false";
+    } else {
+      std::ostringstream os;
+      n->visit([&os](const auto& v) { os << v; });  // dates and times in TOML spelling
+      text = os.str();
+    }
+    out.emplace_back(key, std::move(text));
   }
   return out;
 }

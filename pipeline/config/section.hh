@@ -68,6 +68,10 @@ class ConfigSection {
   std::vector<ConfigSection> table_array(std::string_view key);       // [[key]]; absent -> empty
   // Every key of this table whose value is a table, with its name ([endpoints.name] style).
   std::vector<std::pair<std::string, ConfigSection>> named_tables();
+  // Every key of this table with its value as text (strings as they are, numbers and booleans
+  // in TOML spelling), in file order; arrays and tables are recorded as errors. For free-form
+  // tables handed to someone else to interpret (a filter plugin's `config`).
+  std::vector<std::pair<std::string, std::string>> scalars_as_text();
 
   // Records an error at `key` (or at the table when key is empty) with `expected` as the reason.
   void fail(std::string_view key, std::string_view message);

@@ -5,15 +5,18 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
 
 #include "pipeline/capture/lcore_taps.hh"
+#include "pipeline/buf/audit.hh"
 #include "pipeline/classify/classifier.hh"
 #include "pipeline/classify/rule.hh"
 #include "pipeline/dispatch/dispatch.hh"
 #include "pipeline/filter/filter.hh"
+#include "pipeline/filter/plugin.hh"
 #include "pipeline/lcore/lcore.hh"
 #include "pipeline/neigh/stage.hh"
 
@@ -80,6 +83,7 @@ Pipeline::Pipeline(const Plan& plan) : plan_(plan) {}
 
 Pipeline::~Pipeline() {
   (void)stop();
+  plugins_.clear();  // a plugin that holds packets frees them in destroy(): pools still exist
   lcores_.clear();
   rings_.clear();
   classifier_.reset();
@@ -116,6 +120,11 @@ Status Pipeline::build() {
     if (!pool) return Status::errorf("{}{}", where(pp.where), pool.message());
     pools_.push_back(std::move(pool).value());
   }
+  if constexpr (kMbufAudit) {
+    std::vector<std::string> names;
+    for (const EndpointPlan& ep : plan.endpoints) names.push_back(ep.name);
+    for (const auto& pool : pools_) audit_set_endpoint_names(*pool, names);
+  }
 
   // Ports.
   for (const PortPlan& pp : plan.ports) {
@@ -141,6 +150,9 @@ Status Pipeline::build() {
   std::vector<std::uint16_t> rx_queues;
   for (const PortPlan& pp : plan.ports) rx_queues.push_back(pp.rx_queues);
   filters_ = std::make_unique<FilterStage>(n_ep, rx_queues, plan.lcores.size());
+  auto plugins = attach_plan_filters(plan.filters, *filters_, rawpipe_get_api(RAWPIPE_EXTRA_ABI_VERSION));
+  if (!plugins) return plugins.status();
+  plugins_ = std::move(plugins).value();
 
   // Endpoints: actions and rules.
   std::vector<TableRule> rules;
@@ -234,7 +246,8 @@ Status Pipeline::push_steering() {
   for (std::size_t p = 0; p < ports_.size(); ++p) {
     SteeringRules sr;
     for (const TableRule& r : all)
-      if (!r.rule.match.ingress_port || *r.rule.match.ingress_port == p) sr.rules.push_back(r.rule);
+      if ((!r.rule.match.ingress_port || *r.rule.match.ingress_port == p) && filters_->endpoint_offloaded(r.rule.endpoint))
+        sr.rules.push_back(r.rule);
     Status s = ports_[p]->update_steering(sr);
     if (!s) return Status::errorf("{}port '{}': cannot steer the endpoints' traffic: {}", where(plan_.ports[p].where),
                                   plan_.ports[p].name, s.message());
@@ -363,6 +376,11 @@ Status Pipeline::stop() {
     unlock_consumer(r->busy);
   }
   if (classifier_) classifier_->reclaim();
+  if constexpr (kMbufAudit) {
+    // What the application (or a filter's owner) still holds now leaks unless it frees it later.
+    for (const auto& pool : pools_)
+      if (std::string r = audit_report(*pool); !r.empty()) std::fprintf(stderr, "rawpipe: mbuf audit at stop: %s\n", r.c_str());
+  }
   running_ = false;
   // The lcores are joined: the writers drain what the lanes still hold, then close their files.
   Status taps_status = Status::ok();
@@ -444,6 +462,7 @@ unsigned Pipeline::endpoint_receive(std::uint16_t endpoint, Mbuf** out, unsigned
   }
   if (++r.next >= rings) r.next = 0;
   unlock_consumer(r.busy);
+  audit_handout(out, got, AuditOwner::kApp, endpoint, AuditSite::kEndpointReceive);
   return got;
 }
 
@@ -468,6 +487,23 @@ Result<std::uint32_t> Pipeline::add_rule(std::uint16_t endpoint, std::string_vie
   }
   return id;
 }
+
+Status Pipeline::set_endpoint_offload(std::uint16_t endpoint, bool offloaded) {
+  if (endpoint >= plan_.endpoints.size())
+    return Status::errorf("endpoint id {} does not exist (there are {})", endpoint, plan_.endpoints.size());
+  if (filters_->endpoint_offloaded(endpoint) == offloaded) return Status::ok();
+  // The flag first: switching on, nothing the ports start steering to us is dropped; switching
+  // off, what is already on its way is counted as offload_off rather than delivered.
+  RAWPIPE_TRY(filters_->set_endpoint_offload(endpoint, offloaded));
+  Status s = push_steering();
+  if (!s) {
+    (void)filters_->set_endpoint_offload(endpoint, !offloaded);
+    (void)push_steering();
+  }
+  return s;
+}
+
+bool Pipeline::endpoint_offloaded(std::uint16_t endpoint) const { return filters_->endpoint_offloaded(endpoint); }
 
 Status Pipeline::remove_rule(std::uint32_t rule_id) {
   RAWPIPE_TRY(classifier_->remove(rule_id));

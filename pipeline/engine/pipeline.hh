@@ -44,6 +44,7 @@
 namespace rawpipe {
 
 class Classifier;
+class FilterPlugin;
 class FilterStage;
 class Lcore;
 struct EndpointRings;
@@ -145,6 +146,16 @@ class Pipeline {
   // The Extra API's filter stage (pipeline/filter/filter.hh): callbacks may be attached and
   // removed at any time, also while lcores run.
   FilterStage& filters() noexcept { return *filters_; }
+  // The plugins of the plan's [[filters]] entries, loaded and attached by create(), in plan order;
+  // unloaded when the pipeline is destroyed.
+  const std::vector<std::unique_ptr<FilterPlugin>>& filter_plugins() const noexcept { return plugins_; }
+
+  // Offload on/off per endpoint at run time (the Extra API's thread_offload analogue; MT-safe
+  // among control threads, lcores keep running). Off: ports that can leave traffic to the kernel
+  // (an AF_XDP steering map, mlx5 flow rules) stop steering the endpoint's rules to us; packets
+  // that still arrive for it are dropped as kEndpointOffloadOff (pipeline/filter/filter.hh).
+  Status set_endpoint_offload(std::uint16_t endpoint, bool offloaded);
+  bool endpoint_offloaded(std::uint16_t endpoint) const;
   const FilterStage& filters() const noexcept { return *filters_; }
   // Lcore `lcore`'s sampled stage latencies (plan order); null when sampling is off.
   const StageLatency* lcore_latency(std::size_t lcore) const noexcept;
@@ -182,6 +193,7 @@ class Pipeline {
   std::unique_ptr<FilterStage> filters_;
   std::vector<std::unique_ptr<EndpointRings>> rings_;  // by endpoint id; null for non-ring endpoints
   std::vector<std::unique_ptr<Lcore>> lcores_;
+  std::vector<std::unique_ptr<FilterPlugin>> plugins_;  // unloaded after the lcores stop, before the pools go
   std::vector<std::unique_ptr<TapWriter>> taps_;           // plan order
   std::vector<std::unique_ptr<LcoreTaps>> lcore_taps_;     // by lcore; empty without taps
   std::vector<std::unique_ptr<NeighTable>> neigh_tables_;  // by port id; null without addresses

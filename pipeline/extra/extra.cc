@@ -5,6 +5,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "pipeline/buf/audit.hh"
 #include "pipeline/buf/pool.hh"
 #include "pipeline/filter/filter.hh"
 
@@ -118,6 +119,7 @@ int api_recvfrom_zcopy(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_packet* ou
   while (total < max) {
     const unsigned want = std::min<unsigned>(max - total, kMaxBurst);
     const unsigned k = h->pipeline->endpoint_receive(ep, got, want);
+    audit_handout(got, k, AuditOwner::kApp, ep, AuditSite::kRecvfromZcopy);
     for (unsigned i = 0; i < k; ++i) describe_packet(got[i], &out[total + i]);
     total += k;
     if (k < want) break;
@@ -142,6 +144,7 @@ long api_recv(rawpipe_pipeline* h, std::uint16_t ep, void* buf, std::size_t len,
   if (!endpoint_ok(h, ep)) return -1;
   Mbuf* m;
   if (h->pipeline->endpoint_receive(ep, &m, 1) == 0) return 0;
+  audit_handout(&m, 1, AuditOwner::kApp, ep, AuditSite::kRecv);
   rawpipe_packet d;
   describe_packet(m, &d);
   const std::size_t n = std::min(len, d.payload.iov_len);
@@ -166,6 +169,7 @@ int api_poll(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_completion* out, uns
     while (total < max) {
       const unsigned want = std::min<unsigned>(max - total, kMaxBurst);
       const unsigned k = p.endpoint_receive(e, got, want);
+      audit_handout(got, k, AuditOwner::kApp, e, AuditSite::kPoll);
       for (unsigned i = 0; i < k; ++i) {
         describe_packet(got[i], &out[total + i].packet);
         out[total + i].user_data = h->user_data[e];
@@ -248,11 +252,16 @@ int api_set_allocator(rawpipe_alloc_fn alloc, rawpipe_free_fn free_fn, void* ctx
   return 0;
 }
 
+int api_set_endpoint_offload(rawpipe_pipeline* h, std::uint16_t ep, int on) {
+  Status s = h->pipeline->set_endpoint_offload(ep, on != 0);
+  return s ? 0 : fail(h, s.message());
+}
+
 constexpr rawpipe_api_t kApi = {
     RAWPIPE_EXTRA_ABI_VERSION,
     sizeof(rawpipe_api_t),
     RAWPIPE_CAP_FILTERS | RAWPIPE_CAP_ZCOPY_RECV | RAWPIPE_CAP_COMPLETIONS | RAWPIPE_CAP_RULES | RAWPIPE_CAP_STATS |
-        RAWPIPE_CAP_PLUGINS | RAWPIPE_CAP_ALLOCATOR,
+        RAWPIPE_CAP_PLUGINS | RAWPIPE_CAP_ALLOCATOR | RAWPIPE_CAP_OFFLOAD,
     &api_create,
     &api_start,
     &api_stop,
@@ -274,6 +283,7 @@ constexpr rawpipe_api_t kApi = {
     &api_load_filter_plugin,
     &api_plugin_report,
     &api_set_allocator,
+    &api_set_endpoint_offload,
 };
 
 int api_load_filter_plugin(rawpipe_pipeline* h, const char* path, const char* attach, const char* const* keys,

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "pipeline/buf/audit.hh"
 #include "pipeline/stats/tsc.hh"
 #include "pipeline/wire/wire.hh"
 
@@ -53,6 +54,7 @@ FilterStage::FilterStage(std::size_t endpoints, const std::vector<std::uint16_t>
     : lcores_(lcores ? lcores : 1) {
   auto s = std::make_unique<FilterSet>();
   s->by_endpoint.resize(endpoints);
+  s->offload_off.assign(endpoints, 0);
   for (std::uint16_t q : rx_queues) s->by_queue.emplace_back(q);
   current_.store(s.get(), std::memory_order_relaxed);
   sets_.push_back(std::move(s));
@@ -64,6 +66,9 @@ void FilterStage::publish(std::unique_ptr<FilterSet> next) {
   next->any_queue = false;
   for (const auto& port : next->by_queue)
     for (const FilterFn& f : port) next->any_queue |= f.set();
+  next->any_offload_off = false;
+  for (std::uint8_t off : next->offload_off) next->any_offload_off |= off != 0;
+  next->active = next->any_endpoint || next->any_queue || next->any_offload_off;
   // Release pairs with the acquire in run(): lcores see the finished vectors.
   current_.store(next.get(), std::memory_order_release);
   sets_.push_back(std::move(next));
@@ -94,6 +99,24 @@ Status FilterStage::set_queue_filter(std::uint16_t port, std::uint16_t queue, Fi
   next->by_queue[port][queue] = f;
   publish(std::move(next));
   return Status::ok();
+}
+
+Status FilterStage::set_endpoint_offload(std::uint16_t endpoint, bool offloaded) {
+  std::lock_guard lock(mu_);
+  const FilterSet& cur = *sets_.back();
+  if (endpoint >= cur.offload_off.size())
+    return Status::errorf("endpoint id {} does not exist (there are {})", endpoint, cur.offload_off.size());
+  if ((cur.offload_off[endpoint] == 0) == offloaded) return Status::ok();
+  auto next = std::make_unique<FilterSet>(cur);
+  next->offload_off[endpoint] = offloaded ? 0 : 1;
+  publish(std::move(next));
+  return Status::ok();
+}
+
+bool FilterStage::endpoint_offloaded(std::uint16_t endpoint) const {
+  std::lock_guard lock(mu_);
+  const FilterSet& cur = *sets_.back();
+  return endpoint >= cur.offload_off.size() || cur.offload_off[endpoint] == 0;
 }
 
 void FilterStage::attach_counters(FilterFn& f, bool on_queue, std::uint16_t a, std::uint16_t b) {
@@ -179,6 +202,7 @@ inline void apply(int v, Mbuf* m, Verdict& verdict, VerdictTally& t) noexcept {
     case RAWPIPE_HOLD:
       ++t.hold;
       verdict = Verdict::kHold;
+      audit_handout(&m, 1, AuditOwner::kHold, m->endpoint, AuditSite::kHoldVerdict);
       return;
     default:
       ++t.invalid;
@@ -192,6 +216,15 @@ inline void apply(int v, Mbuf* m, Verdict& verdict, VerdictTally& t) noexcept {
 
 void FilterStage::run_slow(const FilterSet& s, std::uint16_t port, std::uint16_t queue, Mbuf* const* pkts,
                            Verdict* verdicts, unsigned n, unsigned lcore, bool timed) noexcept {
+  if (s.any_offload_off) {
+    const std::size_t n_ep = s.offload_off.size();
+    for (unsigned i = 0; i < n; ++i) {
+      const std::uint16_t ep = pkts[i]->endpoint;
+      if (verdicts[i] != Verdict::kRecv || ep >= n_ep || !s.offload_off[ep]) continue;
+      verdicts[i] = Verdict::kDrop;
+      pkts[i]->drop_reason = static_cast<std::uint8_t>(DropReason::kEndpointOffloadOff);
+    }
+  }
   rawpipe_packet desc[kMaxBurst];
   int vals[kMaxBurst];
   unsigned idx[kMaxBurst];

@@ -14,9 +14,16 @@
 // lcore may still be inside a callback of the old set; filters change on the control path only,
 // so that is a handful of small objects.
 //
-// Hot path: when no filter is attached the stage costs one atomic load and a branch per burst.
-// With filters, packet descriptors are filled only for the packets a filter will see; callbacks
-// are plain C function pointers (one indirect call per packet, or per burst in the burst form).
+// Offload off (the Extra API's thread_offload analogue): an endpoint can be taken off the
+// pipeline at run time. Its packets that still reach an lcore (ports that cannot leave them to the
+// kernel: synth, pcap; or in flight when it was switched) are dropped as kEndpointOffloadOff
+// before any filter sees them. The flags live in the FilterSet, so switching is one publish and
+// the lcore pays one byte lookup per packet only while some endpoint is off.
+//
+// Hot path: when no filter is attached and every endpoint is offloaded the stage costs one atomic
+// load and a branch per burst. With filters, packet descriptors are filled only for the packets a
+// filter will see; callbacks are plain C function pointers (one indirect call per packet, or per
+// burst in the burst form).
 #pragma once
 
 #include <atomic>
@@ -48,8 +55,11 @@ struct FilterFn {
 struct FilterSet {
   std::vector<FilterFn> by_endpoint;           // by endpoint id
   std::vector<std::vector<FilterFn>> by_queue;  // [port][queue]
+  std::vector<std::uint8_t> offload_off;       // by endpoint id: 1 = not offloaded
   bool any_endpoint = false;
   bool any_queue = false;
+  bool any_offload_off = false;
+  bool active = false;                          // any of the three
 };
 
 // Fills the descriptor a filter or a receiver sees for buffer m (addresses from the parsed
@@ -65,20 +75,25 @@ class FilterStage {
   // Control path; any thread, serialised inside. fn and burst both null removes the filter.
   Status set_endpoint_filter(std::uint16_t endpoint, FilterFn f);
   Status set_queue_filter(std::uint16_t port, std::uint16_t queue, FilterFn f);
+  // Offload on (the default) or off for one endpoint; see above.
+  Status set_endpoint_offload(std::uint16_t endpoint, bool offloaded);
+  bool endpoint_offloaded(std::uint16_t endpoint) const;
+  // No filter attached (offload flags do not count).
   bool empty() const noexcept;
   // Every filter attached so far (also replaced and removed ones), counters summed over lcores;
   // latency in TSC cycles. Control path, any thread; lcores never wait for it.
   std::vector<FilterStats> stats() const;
 
-  // Lcore: runs the filters of (port, queue) and of the packets' endpoints over pkts[0..n) and
-  // rewrites verdicts. Invalid verdicts become kDrop with drop_reason kFilterInvalidVerdict.
+  // Lcore: drops the packets of endpoints that are not offloaded, runs the filters of (port,
+  // queue) and of the packets' endpoints over pkts[0..n) and rewrites verdicts. Invalid verdicts
+  // become kDrop with drop_reason kFilterInvalidVerdict.
   // `lcore` selects the counters written (the caller's index, < lcores); `timed` also records
   // each callback's cycles per packet (the lcore's sampled polls, pipeline/stats/stage_latency.hh).
   void run(std::uint16_t port, std::uint16_t queue, Mbuf* const* pkts, Verdict* verdicts, unsigned n,
            unsigned lcore = 0, bool timed = false) noexcept {
     // Acquire pairs with the release in publish(): the set's vectors are fully built.
     const FilterSet* s = current_.load(std::memory_order_acquire);
-    if (!s->any_endpoint && !s->any_queue) [[likely]] return;
+    if (!s->active) [[likely]] return;
     run_slow(*s, port, queue, pkts, verdicts, n, lcore, timed);
   }
 

@@ -1,28 +1,112 @@
 #include "pipeline/filter/plugin.hh"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+
+#include "pipeline/filter/plugin_dirs.h"
 
 namespace rawpipe {
+namespace {
+
+struct OpenedLibrary {
+  void* dl = nullptr;
+  const rawpipe_filter_plugin* desc = nullptr;
+};
+
+// The one way a plugin's code gets into the process: every load (config [[filters]], api
+// load_filter_plugin, `rawpipe check`'s probe) comes through here. On success the caller owns
+// `dl` (dlclose).
+Result<OpenedLibrary> open_library(const std::string& path) {
+  // A path policy (allowed directories, no world-writable locations) belongs here, before
+  // dlopen runs any of the file's code: return its Status if it refuses `path`.
+  OpenedLibrary lib;
+  // RTLD_LOCAL: two plugins may define the same helper names.
+  lib.dl = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib.dl) return Status::errorf("filter plugin '{}': cannot load: {}", path, dlerror());
+  auto entry = reinterpret_cast<rawpipe_filter_plugin_entry_fn>(dlsym(lib.dl, RAWPIPE_FILTER_PLUGIN_ENTRY_NAME));
+  Status bad;
+  if (!entry) {
+    bad = Status::errorf("filter plugin '{}': no symbol {}; is it a rawpipe filter plugin (include/rawpipe/filter_plugin.h)?",
+                         path, RAWPIPE_FILTER_PLUGIN_ENTRY_NAME);
+  } else if (!(lib.desc = entry())) {
+    bad = Status::errorf("filter plugin '{}': {}() returned NULL", path, RAWPIPE_FILTER_PLUGIN_ENTRY_NAME);
+  } else if (lib.desc->abi_version != RAWPIPE_FILTER_PLUGIN_ABI_VERSION) {
+    bad = Status::errorf("filter plugin '{}' was built for filter ABI version {}, this rawpipe provides version {}; "
+                         "rebuild the plugin against this rawpipe's headers",
+                         path, lib.desc->abi_version, RAWPIPE_FILTER_PLUGIN_ABI_VERSION);
+  } else if (!lib.desc->create || (!lib.desc->filter == !lib.desc->filter_burst)) {
+    bad = Status::errorf("filter plugin '{}': its descriptor needs create() and exactly one of filter / filter_burst",
+                         path);
+  }
+  if (!bad.is_ok()) {
+    dlclose(lib.dl);
+    return bad;
+  }
+  return lib;
+}
+
+bool is_regular_file(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+}  // namespace
+
+std::vector<std::string> plugin_search_path() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("RAWPIPE_PLUGIN_PATH")) {
+    std::string_view rest(env);
+    while (!rest.empty()) {
+      const std::size_t colon = rest.find(':');
+      std::string_view dir = rest.substr(0, colon);
+      if (!dir.empty()) dirs.emplace_back(dir);
+      if (colon == std::string_view::npos) break;
+      rest.remove_prefix(colon + 1);
+    }
+  }
+  dirs.emplace_back(RAWPIPE_PLUGIN_BUILD_DIR);
+  dirs.emplace_back(RAWPIPE_PLUGIN_INSTALL_DIR);
+  return dirs;
+}
+
+Result<std::string> resolve_plugin_path(std::string_view path) {
+  if (path.empty()) return Status::error("expected the path or name of a filter plugin (.so), got an empty string");
+  if (path.find('/') != std::string_view::npos) {
+    std::string p(path);
+    if (!is_regular_file(p)) return Status::errorf("'{}' is not a file", p);
+    return p;
+  }
+  std::string name(path);
+  if (!name.ends_with(".so")) name += ".so";
+  std::string tried;
+  for (const std::string& dir : plugin_search_path()) {
+    std::string candidate = dir + "/" + name;
+    if (is_regular_file(candidate)) return candidate;
+    tried += fmt::format("{}{}", tried.empty() ? "" : ", ", dir);
+  }
+  return Status::errorf("no filter plugin '{}' in {} (set RAWPIPE_PLUGIN_PATH, or give a path with a '/')", name,
+                        tried);
+}
+
+Status probe_filter_plugin(const std::string& path) {
+  auto lib = open_library(path);
+  if (!lib) return lib.status();
+  dlclose(lib->dl);
+  return Status::ok();
+}
 
 Result<std::unique_ptr<FilterPlugin>> FilterPlugin::load(const std::string& path, const rawpipe_api_t* api,
-                                                         const std::vector<std::pair<std::string, std::string>>& config) {
+                                                         const std::vector<std::pair<std::string, std::string>>& config,
+                                                         bool* config_refused) {
+  if (config_refused) *config_refused = false;
+  auto lib = open_library(path);
+  if (!lib) return lib.status();
   std::unique_ptr<FilterPlugin> p(new FilterPlugin);
   p->path_ = path;
-  // RTLD_LOCAL: two plugins may define the same helper names.
-  p->dl_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!p->dl_) return Status::errorf("filter plugin '{}': cannot load: {}", path, dlerror());
-  auto entry = reinterpret_cast<rawpipe_filter_plugin_entry_fn>(dlsym(p->dl_, RAWPIPE_FILTER_PLUGIN_ENTRY_NAME));
-  if (!entry)
-    return Status::errorf("filter plugin '{}': no symbol {}; is it a rawpipe filter plugin (include/rawpipe/filter_plugin.h)?",
-                          path, RAWPIPE_FILTER_PLUGIN_ENTRY_NAME);
-  const rawpipe_filter_plugin* d = entry();
-  if (!d) return Status::errorf("filter plugin '{}': {}() returned NULL", path, RAWPIPE_FILTER_PLUGIN_ENTRY_NAME);
-  if (d->abi_version != RAWPIPE_FILTER_PLUGIN_ABI_VERSION)
-    return Status::errorf("filter plugin '{}' was built for filter ABI version {}, this rawpipe provides version {}; "
-                          "rebuild the plugin against this rawpipe's headers",
-                          path, d->abi_version, RAWPIPE_FILTER_PLUGIN_ABI_VERSION);
-  if (!d->create || (!d->filter == !d->filter_burst))
-    return Status::errorf("filter plugin '{}': its descriptor needs create() and exactly one of filter / filter_burst", path);
+  p->dl_ = lib->dl;
+  const rawpipe_filter_plugin* d = lib->desc;
   p->name_ = d->name ? d->name : path;
   std::vector<const char*> keys, values;
   for (const auto& [k, v] : config) {
@@ -33,6 +117,7 @@ Result<std::unique_ptr<FilterPlugin>> FilterPlugin::load(const std::string& path
   p->state_ = d->create(api, keys.data(), values.data(), static_cast<unsigned>(keys.size()), err, sizeof err);
   if (!p->state_) {
     err[sizeof err - 1] = '\0';
+    if (config_refused) *config_refused = true;
     return Status::errorf("filter plugin '{}' ({}): {}", p->name_, path, err[0] ? err : "create() failed without a reason");
   }
   p->desc_ = d;
@@ -50,6 +135,37 @@ std::string FilterPlugin::report() const {
   desc_->report(state_, buf, sizeof buf);
   buf[sizeof buf - 1] = '\0';
   return buf;
+}
+
+Result<std::vector<std::unique_ptr<FilterPlugin>>> attach_plan_filters(const std::vector<FilterPlan>& filters,
+                                                                        FilterStage& stage, const rawpipe_api_t* api) {
+  std::vector<std::unique_ptr<FilterPlugin>> out;
+  auto where = [](const FilterPlan& f, std::string_view key, int line) {
+    return fmt::format("{}:{}: {}: key '{}'", f.where.file, line ? line : f.where.line, f.label, key);
+  };
+  auto detach_all = [&] {
+    for (const FilterPlan& f : filters)
+      (void)(f.on_queue ? stage.set_queue_filter(f.port, f.rx_queue, {}) : stage.set_endpoint_filter(f.endpoint, {}));
+  };
+  for (const FilterPlan& f : filters) {
+    bool config_refused = false;
+    auto plugin = FilterPlugin::load(f.path, api, f.config, &config_refused);
+    if (!plugin) {
+      detach_all();
+      // create() refusing its keys is the config table's fault; a library that does not open
+      // (changed since the config was checked) is the path's.
+      return Status::errorf("{}: {}", config_refused ? where(f, "config", f.config_line) : where(f, "path", f.path_line),
+                            plugin.message());
+    }
+    const FilterFn fn = plugin.value()->filter();
+    Status s = f.on_queue ? stage.set_queue_filter(f.port, f.rx_queue, fn) : stage.set_endpoint_filter(f.endpoint, fn);
+    if (!s) {
+      detach_all();
+      return Status::errorf("{}: {}", where(f, f.on_queue ? "queue" : "endpoint", 0), s.message());
+    }
+    out.push_back(std::move(plugin).value());
+  }
+  return out;
 }
 
 }  // namespace rawpipe

@@ -2,12 +2,15 @@
 // with the attachment's config, attach to the filter stage.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "pipeline/common/status.hh"
 #include "pipeline/filter/filter.hh"
+#include "pipeline/plan/plan.hh"
 #include "rawpipe/filter_plugin.h"
 
 namespace rawpipe {
@@ -20,11 +23,23 @@ struct FilterAttach {
   std::uint16_t rx_queue = 0;
 };
 
+// Plugin names. A path with a '/' is used as given (relative to the current directory). A bare
+// name ("rawpipe_seq_gap", with or without ".so") is looked for in each directory of the
+// RAWPIPE_PLUGIN_PATH environment variable (colon-separated), then in this build's plugins/
+// directory, then in the install directory (<libdir>/rawpipe/filters).
+std::vector<std::string> plugin_search_path();
+Result<std::string> resolve_plugin_path(std::string_view path);
+
+// Opens `path` and checks its ABI without creating the plugin (what `rawpipe check` can do).
+Status probe_filter_plugin(const std::string& path);
+
 class FilterPlugin {
  public:
-  // Opens `path`, checks its ABI and creates its state. Does not attach it.
+  // Opens `path`, checks its ABI and creates its state. Does not attach it. On error,
+  // *config_refused (when given) says whether the library opened and its create() refused.
   static Result<std::unique_ptr<FilterPlugin>> load(const std::string& path, const rawpipe_api_t* api,
-                                                    const std::vector<std::pair<std::string, std::string>>& config);
+                                                    const std::vector<std::pair<std::string, std::string>>& config,
+                                                    bool* config_refused = nullptr);
   ~FilterPlugin();
   FilterPlugin(const FilterPlugin&) = delete;
   FilterPlugin& operator=(const FilterPlugin&) = delete;
@@ -43,5 +58,11 @@ class FilterPlugin {
   std::string name_;
   std::string path_;
 };
+
+// Loads the plugins of a plan's [[filters]] entries in order and attaches each to `stage`. Errors
+// name the config file, line and key ('path' when the library does not open, 'config' when the
+// plugin's create() refuses its config); on error nothing stays attached.
+Result<std::vector<std::unique_ptr<FilterPlugin>>> attach_plan_filters(const std::vector<FilterPlan>& filters,
+                                                                        FilterStage& stage, const rawpipe_api_t* api);
 
 }  // namespace rawpipe

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pipeline/buf/pool.hh"
@@ -71,6 +72,21 @@ struct MetricsPlan {
   std::uint32_t latency_sample = kDefaultLatencySample;  // time one queue poll in N; 0: off
 };
 
+// A [[filters]] entry (pipeline/config/filters_section.hh): a filter plugin the engine loads and
+// attaches to an endpoint or to one rx queue.
+struct FilterPlan {
+  std::string path;                        // resolved shared object
+  bool on_queue = false;                   // attached to (port, rx_queue), else to endpoint
+  std::uint16_t endpoint = 0;
+  std::uint16_t port = 0;
+  std::uint16_t rx_queue = 0;
+  std::vector<std::pair<std::string, std::string>> config;  // the `config` table, in file order
+  std::string label;                       // "filters[0]", for messages
+  SourceLocation where;                    // the table
+  int path_line = 0;
+  int config_line = 0;
+};
+
 enum class DefaultAction : std::uint8_t { kDrop, kEndpoint };
 
 struct LcorePlan {
@@ -94,6 +110,7 @@ struct Plan {
   std::vector<PortPlan> ports;
   std::vector<EndpointPlan> endpoints;
   std::vector<LcorePlan> lcores;
+  std::vector<FilterPlan> filters;         // attached in this order
   std::vector<TapConfig> taps;             // [[taps]]: capture taps (config/taps_section.hh)
   DefaultAction default_action = DefaultAction::kDrop;
   std::uint16_t default_endpoint = 0;      // for kEndpoint
