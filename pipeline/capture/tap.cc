@@ -83,6 +83,9 @@ Result<TapConfig> parse_tap_config(ConfigSection& s, std::string name) {
     }
   }
   c.port = s.string("port", "");
+  c.endpoint = s.string("endpoint", "");
+  if (!c.endpoint.empty() && c.stage == TapStage::kRx)
+    s.fail("endpoint", "packets have no endpoint before classify; use stage = \"filtered\" or \"drops\"");
   if (c.max_files && !c.rotate_bytes && c.rotate_seconds == 0)
     s.fail("max_files", "needs rotate_bytes or rotate_seconds");
   RAWPIPE_TRY(s.status());
@@ -96,6 +99,7 @@ Tap::Tap(TapWriter* writer, std::uint32_t bytes)
       snaplen_(writer->config().snaplen),
       reason_mask_(writer->config().drop_reason_mask),
       port_filter_(writer->config().port_id),
+      endpoint_filter_(writer->config().endpoint_id),
       drops_only_(writer->config().stage == TapStage::kDrops) {}
 
 Tap::~Tap() { ::operator delete[](ring_, std::align_val_t{kCacheLine}); }
@@ -109,6 +113,7 @@ void tap_burst(Tap& tap, Mbuf* const* pkts, unsigned n) noexcept {
     const Mbuf* m = pkts[i];
     if (tap.drops_only_ && !((tap.reason_mask_ >> (m->drop_reason & 63)) & 1)) continue;
     if (tap.port_filter_ >= 0 && m->port != tap.port_filter_) continue;
+    if (tap.endpoint_filter_ >= 0 && m->endpoint != tap.endpoint_filter_) continue;
     std::uint32_t caplen = m->data_len < tap.snaplen_ ? m->data_len : tap.snaplen_;
     std::uint64_t need = record_size(caplen);
     std::uint64_t pos = head & tap.mask_;
@@ -159,6 +164,8 @@ Result<std::unique_ptr<TapWriter>> TapWriter::create(const TapConfig& config) {
                           config.name, config.lane_bytes);
   if (!config.port.empty() && config.port_id < 0)
     return Status::errorf("tap '{}': port '{}' was not resolved to a port id", config.name, config.port);
+  if (!config.endpoint.empty() && config.endpoint_id < 0)
+    return Status::errorf("tap '{}': endpoint '{}' was not resolved to an endpoint id", config.name, config.endpoint);
   std::unique_ptr<TapWriter> w(new TapWriter(config));
   RAWPIPE_TRY(w->open_next_file().context(fmt::format("tap '{}'", config.name)));
   return w;

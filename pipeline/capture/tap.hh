@@ -40,7 +40,8 @@ namespace rawpipe {
 class ConfigSection;
 
 // Reads a tap's keys (path, stage, format, snaplen, rotate_bytes, rotate_seconds, max_files,
-// lane_bytes, drop_reasons, port) from its config table; `port` stays a name (port_id -1).
+// lane_bytes, drop_reasons, port, endpoint) from its config table; `port` and `endpoint` stay
+// names (ids -1).
 // The caller calls finish().
 Result<TapConfig> parse_tap_config(ConfigSection& section, std::string name);
 
@@ -71,7 +72,8 @@ class Tap {
   std::uint32_t mask_;
   std::uint32_t snaplen_;
   std::uint64_t reason_mask_;
-  std::int32_t port_filter_;  // -1: every port
+  std::int32_t port_filter_;      // -1: every port
+  std::int32_t endpoint_filter_;  // -1: every endpoint
   bool drops_only_;
   // Producer line: head (own), cached tail, counters (single writer, read relaxed by stats).
   alignas(kFalseSharingRange) std::atomic<std::uint64_t> head_{0};

@@ -25,6 +25,8 @@ struct TapConfig {
   std::uint64_t drop_reason_mask = ~0ull;// kDrops only: bit r set = capture drops of reason r
   std::string port;                      // only packets received on this port ("" = all)
   std::int32_t port_id = -1;             // `port` resolved by whoever builds the writer; -1 = all
+  std::string endpoint;                  // filtered/drops only: packets classified to it ("" = all)
+  std::int32_t endpoint_id = -1;         // `endpoint` resolved like port_id
 };
 static_assert(kDropReasonCount <= 64, "drop_reason_mask holds one bit per reason");
 

@@ -29,6 +29,11 @@ void load_taps(ConfigSection& root, Plan& plan) {
           if (p.name == c.port) c.port_id = p.id;
         if (c.port_id < 0) s.fail("port", fmt::format("no [[ports]] table is named \"{}\"", c.port));
       }
+      if (!c.endpoint.empty()) {
+        for (const EndpointPlan& e : plan.endpoints)
+          if (e.name == c.endpoint) c.endpoint_id = e.id;
+        if (c.endpoint_id < 0) s.fail("endpoint", fmt::format("no [[endpoints]] table is named \"{}\"", c.endpoint));
+      }
       plan.taps.push_back(std::move(c));
     }
     (void)s.finish();

@@ -13,6 +13,7 @@
 //   lane_bytes = 4194304       # per lcore, a power of two
 //   drop_reasons = ["no_match"]# stage "drops" only
 //   port = "veth0"             # only packets received on this port
+//   endpoint = "video"         # stage "filtered"/"drops" only: packets classified to it
 //
 // Checked across tables: names unique, no two taps write the same path, `port` names a port.
 #pragma once

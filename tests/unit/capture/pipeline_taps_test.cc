@@ -124,6 +124,12 @@ TEST_F(PipelineTaps, EachStageCapturesExactlyItsPackets) {
   e.action = EndpointAction::kSink;
   e.match = {"udp dst 10.0.0.1:6000"};
   plan_.endpoints.push_back(e);
+  EndpointPlan other;
+  other.name = "other";
+  other.id = 1;
+  other.action = EndpointAction::kSink;
+  other.match = {"udp dst 10.0.0.1:6001"};
+  plan_.endpoints.push_back(other);
   add_tap("rx", TapStage::kRx);
   add_tap("filtered", TapStage::kFiltered);
   add_tap("drops", TapStage::kDrops).format = CaptureFormat::kPcapng;
@@ -131,11 +137,17 @@ TEST_F(PipelineTaps, EachStageCapturesExactlyItsPackets) {
   TapConfig& p1 = add_tap("rx-p1", TapStage::kRx);
   p1.port = "p1";
   p1.port_id = 1;
+  TapConfig& ep = add_tap("to-sink", TapStage::kFiltered);
+  ep.endpoint = "sink";
+  ep.endpoint_id = 0;
+  TapConfig& none = add_tap("to-other", TapStage::kFiltered);
+  none.endpoint = "other";
+  none.endpoint_id = 1;
 
   auto created = Pipeline::create(plan_);
   ASSERT_TRUE(created) << created.message();
   Pipeline& p = *created.value();
-  ASSERT_EQ(p.taps().size(), 5u);
+  ASSERT_EQ(p.taps().size(), 7u);
   Accounting a = run(p, 40);
   EXPECT_TRUE(a.balanced());
   EXPECT_EQ(a.delivered, 30u);
@@ -147,7 +159,8 @@ TEST_F(PipelineTaps, EachStageCapturesExactlyItsPackets) {
     std::uint64_t frames, dport_6000, short_frames;
   };
   for (Expect x : {Expect{"rx", 40, 30, 4}, Expect{"filtered", 30, 30, 0}, Expect{"drops", 10, 0, 4},
-                   Expect{"nomatch", 6, 0, 0}, Expect{"rx-p1", 10, 10, 0}}) {
+                   Expect{"nomatch", 6, 0, 0}, Expect{"rx-p1", 10, 10, 0}, Expect{"to-sink", 30, 30, 0},
+                   Expect{"to-other", 0, 0, 0}}) {
     SCOPED_TRACE(x.name);
     const TapWriter* w = nullptr;
     for (const TapWriter* t : p.taps())
@@ -242,10 +255,11 @@ TEST(TapsSection, ReadsEveryKey) {
       "[[taps]]\nname = 'd'\nstage = 'drops'\npath = '/tmp/d.pcapng'\nformat = 'pcapng'\nsnaplen = 128\n"
       "rotate_bytes = 8192\nrotate_seconds = 2.5\nmax_files = 3\nlane_bytes = 65536\ndrop_reasons = ['no_match']\n"
       "port = 's0'\n"
-      "[[taps]]\npath = '/tmp/r.pcap'\n"));
+      "[[taps]]\npath = '/tmp/r.pcap'\n"
+      "[[taps]]\nstage = 'filtered'\nendpoint = 'e'\npath = '/tmp/e.pcap'\n"));
   ASSERT_TRUE(c) << c.message();
   const auto& taps = c->plan.taps;
-  ASSERT_EQ(taps.size(), 2u);
+  ASSERT_EQ(taps.size(), 3u);
   EXPECT_EQ(taps[0].name, "d");
   EXPECT_EQ(taps[0].stage, TapStage::kDrops);
   EXPECT_EQ(taps[0].format, CaptureFormat::kPcapng);
@@ -260,6 +274,8 @@ TEST(TapsSection, ReadsEveryKey) {
   EXPECT_EQ(taps[1].stage, TapStage::kRx);
   EXPECT_EQ(taps[1].format, CaptureFormat::kPcap);
   EXPECT_EQ(taps[1].port_id, -1);
+  EXPECT_EQ(taps[1].endpoint_id, -1);
+  EXPECT_EQ(taps[2].endpoint_id, 0);
 }
 
 TEST(TapsSection, ErrorsNameFileLineAndKey) {
@@ -274,6 +290,8 @@ TEST(TapsSection, ErrorsNameFileLineAndKey) {
                 "already used by"},
            Case{"[[taps]]\npath = '/tmp/a.pcap'\nrotate = 5\n", "'rotate'"},
            Case{"[[taps]]\nstage = 'rx'\n", "'path'"},
+           Case{"[[taps]]\npath = '/tmp/a.pcap'\nendpoint = 'e'\n", "before classify"},
+           Case{"[[taps]]\npath = '/tmp/a.pcap'\nstage = 'drops'\nendpoint = 'x'\n", "no [[endpoints]] table"},
        }) {
     auto c = load(synth_config(x.taps));
     ASSERT_FALSE(c) << x.taps;
