@@ -180,12 +180,57 @@ struct KeyLess {
   bool operator()(const FlowKey& a, const FlowKey& b) const { return std::memcmp(&a, &b, sizeof a) < 0; }
 };
 
+// IPv4 exact keys, packed so a lookup needs no byte swaps: addresses and ports stay in network
+// order as a little-endian load reads them (`ports` is the raw 32-bit load of the UDP/TCP header's
+// first four bytes: source port in the low half, destination port in the high half).
+//   5-tuple: k0 = dst | src << 32,                    k1 = ports | proto << 32
+//   3-tuple: k0 = dst | proto << 32 | dport << 48,    k1 = 0
+RAWPIPE_ALWAYS_INLINE std::uint64_t v4_key5_lo(std::uint32_t dst, std::uint32_t src) noexcept {
+  return dst | std::uint64_t{src} << 32;
+}
+RAWPIPE_ALWAYS_INLINE std::uint64_t v4_key5_hi(std::uint32_t ports, std::uint8_t proto) noexcept {
+  return ports | std::uint64_t{proto} << 32;
+}
+RAWPIPE_ALWAYS_INLINE std::uint64_t v4_key3(std::uint32_t dst, std::uint32_t ports, std::uint8_t proto) noexcept {
+  return dst | std::uint64_t{proto} << 32 | std::uint64_t{ports >> 16} << 48;
+}
+RAWPIPE_ALWAYS_INLINE std::uint32_t v4_hash5(std::uint64_t k0, std::uint64_t k1) noexcept {
+  return static_cast<std::uint32_t>(_mm_crc32_u64(_mm_crc32_u64(0x9e3779b9u, k0), k1));
+}
+RAWPIPE_ALWAYS_INLINE std::uint32_t v4_hash3(std::uint64_t k0) noexcept {
+  return static_cast<std::uint32_t>(_mm_crc32_u64(0x9e3779b9u, k0));
+}
+RAWPIPE_ALWAYS_INLINE std::uint32_t raw_ports(std::uint16_t sport, std::uint16_t dport) noexcept {
+  return std::uint32_t{wire::hton16(sport)} | std::uint32_t{wire::hton16(dport)} << 16;
+}
+
+// A rule's IPv4 key words (k1 is 0 for a 3-tuple).
+std::pair<std::uint64_t, std::uint64_t> v4_rule_key(const CompiledRule& r, Level level) {
+  const auto dst = static_cast<std::uint32_t>(r.dst[0]);
+  if (level == Level::k5) {
+    const auto src = static_cast<std::uint32_t>(r.src[0]);
+    return {v4_key5_lo(dst, src), v4_key5_hi(raw_ports(r.sport, r.dport), r.proto)};
+  }
+  return {v4_key3(dst, raw_ports(0, r.dport), r.proto), 0};
+}
+
+// Pure: one rule, and the key already says everything it checks.
+bool is_pure(const std::vector<CompiledRule>& cands, Level level) {
+  const CompiledRule& c0 = cands.front();
+  const bool exact_src = level == Level::k5 || (c0.src_len == 0 && !c0.has_sport);
+  return cands.size() == 1 && exact_src && !c0.has_vlan && !c0.has_ingress;
+}
+
+std::size_t table_capacity(std::size_t keys) { return std::bit_ceil(std::max<std::size_t>(16, 2 * keys)); }
+
 }  // namespace
 
 Result<std::unique_ptr<ClassifyTable>> ClassifyTable::build(const std::vector<TableRule>& rules, TableDefault dflt) {
   std::unique_ptr<ClassifyTable> t(new ClassifyTable());
   t->default_ = dflt;
+  // [0] IPv6 5-tuple, [1] IPv6 3-tuple (FlowKey tables); IPv4 ones keyed by their packed words.
   std::map<FlowKey, std::vector<CompiledRule>, KeyLess> groups[2];
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<CompiledRule>> groups4[2];
   for (const TableRule& tr : rules) {
     const MatchRule& m = tr.rule.match;
     if (!m.ingress_port_name.empty() && !m.ingress_port)
@@ -194,15 +239,18 @@ Result<std::unique_ptr<ClassifyTable>> ClassifyTable::build(const std::vector<Ta
     Level level = level_of(m);
     if (level == Level::kWild)
       t->wild_.push_back(r);
+    else if (r.family == static_cast<std::uint8_t>(L3Type::kIpv4))
+      groups4[level == Level::k5 ? 0 : 1][v4_rule_key(r, level)].push_back(r);
     else
       groups[level == Level::k5 ? 0 : 1][exact_key(r, level)].push_back(r);
   }
   std::stable_sort(t->wild_.begin(), t->wild_.end(), more_specific);
   for (int g = 0; g < 2; ++g) {
     Hash& h = g == 0 ? t->h5_ : t->h3_;
+    const Level level = g == 0 ? Level::k5 : Level::k3;
     (g == 0 ? t->n5_ : t->n3_) = 0;
     if (groups[g].empty()) continue;
-    std::size_t cap = std::bit_ceil(std::max<std::size_t>(16, 2 * groups[g].size()));
+    const std::size_t cap = table_capacity(groups[g].size());
     h.slots.assign(cap, Slot{});
     h.mask = static_cast<std::uint32_t>(cap - 1);
     for (auto& [key, cands] : groups[g]) {
@@ -214,13 +262,37 @@ Result<std::unique_ptr<ClassifyTable>> ClassifyTable::build(const std::vector<Ta
       h.slots[i].key = key;
       h.slots[i].first = static_cast<std::uint32_t>(t->cands_.size());
       h.slots[i].count = static_cast<std::uint16_t>(cands.size());
-      const CompiledRule& c0 = cands.front();
-      // Pure: one rule, and the key already says everything it checks.
-      const bool exact_src = g == 0 || (c0.src_len == 0 && !c0.has_sport);
-      h.slots[i].pure = cands.size() == 1 && exact_src && !c0.has_vlan && !c0.has_ingress;
-      h.slots[i].hit = c0.hit;
+      h.slots[i].pure = is_pure(cands, level);
+      h.slots[i].hit = cands.front().hit;
       t->cands_.insert(t->cands_.end(), cands.begin(), cands.end());
       (g == 0 ? t->n5_ : t->n3_) += cands.size();
+    }
+  }
+  for (int g = 0; g < 2; ++g) {
+    Hash4& h = g == 0 ? t->v4_5_ : t->v4_3_;
+    const Level level = g == 0 ? Level::k5 : Level::k3;
+    if (groups4[g].empty()) continue;
+    const std::size_t cap = table_capacity(groups4[g].size());
+    h.slots.assign(cap, Slot4{});
+    h.mask = static_cast<std::uint32_t>(cap - 1);
+    for (auto& [key, cands] : groups4[g]) {
+      if (cands.size() > 0xffff)
+        return Status::errorf("more than 65535 rules share the exact key of rule '{}'", rules.front().rule.match.text);
+      std::stable_sort(cands.begin(), cands.end(), more_specific);
+      const std::uint32_t hash = level == Level::k5 ? v4_hash5(key.first, key.second) : v4_hash3(key.first);
+      std::uint32_t i = hash & h.mask;
+      while (h.slots[i].count != 0) i = (i + 1) & h.mask;
+      Slot4& s = h.slots[i];
+      s.k0 = key.first;
+      s.k1 = key.second;
+      s.first = static_cast<std::uint32_t>(t->cands_.size());
+      s.count = static_cast<std::uint16_t>(cands.size());
+      s.pure = is_pure(cands, level);
+      s.endpoint = cands.front().hit.endpoint;
+      s.flow_tag = cands.front().hit.flow_tag;
+      s.tagged = s.pure && s.flow_tag != 0;
+      t->cands_.insert(t->cands_.end(), cands.begin(), cands.end());
+      h.rules += cands.size();
     }
   }
   return t;
@@ -240,9 +312,17 @@ RAWPIPE_ALWAYS_INLINE const Slot* find_slot(const std::vector<Slot>& slots, std:
   }
 }
 
-}  // namespace
-
-namespace {
+template <typename Slot4>
+RAWPIPE_ALWAYS_INLINE const Slot4* find_slot4(const std::vector<Slot4>& slots, std::uint32_t mask, std::uint64_t k0,
+                                              std::uint64_t k1, std::uint32_t hash) noexcept {
+  std::uint32_t i = hash & mask;
+  for (;;) {
+    const Slot4& s = slots[i];
+    if (s.count == 0) return nullptr;  // load <= 1/2 guarantees an empty slot ends every probe
+    if (((s.k0 ^ k0) | (s.k1 ^ k1)) == 0) return &s;
+    i = (i + 1) & mask;
+  }
+}
 
 // The 3-tuple key words of a packet: no source address or port.
 struct Key3 {
@@ -257,58 +337,137 @@ RAWPIPE_ALWAYS_INLINE std::uint32_t hash3(const PacketView& v) noexcept {
   return hash_words(v.w[0], v.w[1], 0, 0, v.w[4] & kTail3Mask);
 }
 
+RAWPIPE_ALWAYS_INLINE void assign_hit(Mbuf* m, std::uint16_t endpoint, bool tagged, std::uint32_t flow_tag) noexcept {
+  m->endpoint = endpoint;
+  if (tagged) {
+    m->flow_tag = flow_tag;
+    m->flags |= pkt_flag::kFlowTag;
+  }
+}
+
 }  // namespace
 
-// Shared by lookup() and classify_burst(); h5/h3 are the slot hashes when the caller has them.
-#define RAWPIPE_CLASSIFY_LOOKUP(V, H5, H3)                                                        \
-  do {                                                                                            \
-    if ((V).has_ports) {                                                                          \
-      if (n5_) {                                                                                  \
-        if (const Slot* s = find_slot(h5_.slots, h5_.mask, (V).w, (H5))) {                      \
-          if (s->pure) return &s->hit;                                                            \
-          for (std::uint32_t i = s->first; i < s->first + s->count; ++i)                          \
-            if (rule_matches(cands_[i], (V))) return &cands_[i].hit;                              \
-        }                                                                                         \
-      }                                                                                           \
-      if (n3_) {                                                                                  \
-        if (const Slot* s = find_slot(h3_.slots, h3_.mask, Key3(V).w, (H3))) {             \
-          if (s->pure) return &s->hit;                                                            \
-          for (std::uint32_t i = s->first; i < s->first + s->count; ++i)                          \
-            if (rule_matches(cands_[i], (V))) return &cands_[i].hit;                              \
-        }                                                                                         \
-      }                                                                                           \
-    }                                                                                             \
-    for (const CompiledRule& r : wild_)                                                           \
-      if (rule_matches(r, (V))) return &r.hit;                                                    \
-    return nullptr;                                                                               \
-  } while (0)
+RAWPIPE_ALWAYS_INLINE const RuleHit* ClassifyTable::check_candidates(std::uint32_t first, std::uint32_t count,
+                                                                     const PacketView& v) const noexcept {
+  for (std::uint32_t i = first; i < first + count; ++i)
+    if (rule_matches(cands_[i], v)) return &cands_[i].hit;
+  return nullptr;
+}
+
+const RuleHit* ClassifyTable::match_v4_exact(const PacketView& v) const noexcept {
+  const auto dst = static_cast<std::uint32_t>(v.w[0]);
+  const std::uint32_t ports = raw_ports(v.sport, v.dport);
+  if (v4_5_.rules) {
+    const std::uint64_t k0 = v4_key5_lo(dst, static_cast<std::uint32_t>(v.w[2]));
+    const std::uint64_t k1 = v4_key5_hi(ports, v.proto);
+    if (const Slot4* s = find_slot4(v4_5_.slots, v4_5_.mask, k0, k1, v4_hash5(k0, k1))) {
+      if (s->pure) return &cands_[s->first].hit;
+      if (const RuleHit* r = check_candidates(s->first, s->count, v)) return r;
+    }
+  }
+  if (v4_3_.rules) {
+    const std::uint64_t k0 = v4_key3(dst, ports, v.proto);
+    if (const Slot4* s = find_slot4(v4_3_.slots, v4_3_.mask, k0, 0, v4_hash3(k0))) {
+      if (s->pure) return &cands_[s->first].hit;
+      if (const RuleHit* r = check_candidates(s->first, s->count, v)) return r;
+    }
+  }
+  return nullptr;
+}
+
+// h5/h3 are the IPv6 slot hashes (0 when the caller did not compute them: no IPv6 exact keys).
+RAWPIPE_ALWAYS_INLINE const RuleHit* ClassifyTable::match_view(const PacketView& v, std::uint32_t h5,
+                                                               std::uint32_t h3) const noexcept {
+  if (v.has_ports) {
+    if (v.family == static_cast<std::uint8_t>(L3Type::kIpv4)) {
+      if (const RuleHit* r = match_v4_exact(v)) return r;
+    } else {
+      if (n5_) {
+        if (const Slot* s = find_slot(h5_.slots, h5_.mask, v.w, h5)) {
+          if (s->pure) return &s->hit;
+          if (const RuleHit* r = check_candidates(s->first, s->count, v)) return r;
+        }
+      }
+      if (n3_) {
+        if (const Slot* s = find_slot(h3_.slots, h3_.mask, Key3(v).w, h3)) {
+          if (s->pure) return &s->hit;
+          if (const RuleHit* r = check_candidates(s->first, s->count, v)) return r;
+        }
+      }
+    }
+  }
+  for (const CompiledRule& r : wild_)
+    if (rule_matches(r, v)) return &r.hit;
+  return nullptr;
+}
 
 const RuleHit* ClassifyTable::lookup(const Mbuf* m) const noexcept {
   PacketView v;
   if (!view_packet(m, v)) return nullptr;
-  const std::uint32_t h5 = n5_ ? hash5(v) : 0;
-  const std::uint32_t h3 = n3_ ? hash3(v) : 0;
-  RAWPIPE_CLASSIFY_LOOKUP(v, h5, h3);
+  const bool v6_keys = v.has_ports && v.family == static_cast<std::uint8_t>(L3Type::kIpv6);
+  const std::uint32_t h5 = v6_keys && n5_ ? hash5(v) : 0;
+  const std::uint32_t h3 = v6_keys && n3_ ? hash3(v) : 0;
+  return match_view(v, h5, h3);
 }
 
 namespace {
-// Packets looked at per group: views and hashes first (prefetching the slots they land on), then
+// Packets looked at per group: keys and hashes first (prefetching the slots they land on), then
 // the compares, so slot loads of a group overlap instead of waiting one after another.
 constexpr unsigned kGroup = 16;
+
+enum class Pass : std::uint8_t {
+  kSkip,   // dropped by parse: left alone
+  kV4,     // IPv4 UDP/TCP with ports, and the table has IPv4 exact keys: packed-key probe
+  kView,   // everything else: the generic view (IPv6 hashes computed when there are IPv6 keys)
+  kNotIp,  // no rule can match
+};
 }  // namespace
 
 void ClassifyTable::classify_burst(Mbuf* const* pkts, unsigned n) const noexcept {
   const std::uint8_t no_match = default_.endpoint == Mbuf::kNoEndpoint ? static_cast<std::uint8_t>(DropReason::kNoMatch) : 0;
+  const bool v4_exact = (v4_5_.rules | v4_3_.rules) != 0;
   PacketView views[kGroup];
+  std::uint64_t k5lo[kGroup], k5hi[kGroup], k3[kGroup];
   std::uint32_t h5[kGroup], h3[kGroup];
-  bool ip[kGroup];
+  Pass pass[kGroup];
   for (unsigned base = 0; base < n; base += kGroup) {
     const unsigned g = n - base < kGroup ? n - base : kGroup;
     for (unsigned j = 0; j < g; ++j) {
       const Mbuf* m = pkts[base + j];
-      ip[j] = m->drop_reason == 0 && view_packet(m, views[j]);
       h5[j] = h3[j] = 0;
-      if (!ip[j] || !views[j].has_ports) continue;
+      if (m->drop_reason != 0) [[unlikely]] {
+        pass[j] = Pass::kSkip;
+        continue;
+      }
+      const std::uint8_t proto = m->l4_proto;
+      if (v4_exact && m->l3_type == L3Type::kIpv4 && m->l4_off != 0 && m->frag_off == 0 &&
+          (proto == kProtoUdp || proto == kProtoTcp)) [[likely]] {
+        const std::uint8_t* d = m->data();
+        const std::uint8_t* l3 = d + m->l3_off;
+        std::uint32_t dst, src, ports;
+        std::memcpy(&dst, l3 + 16, 4);
+        std::memcpy(&src, l3 + 12, 4);
+        std::memcpy(&ports, d + m->l4_off, 4);
+        k5lo[j] = v4_key5_lo(dst, src);
+        k5hi[j] = v4_key5_hi(ports, proto);
+        k3[j] = v4_key3(dst, ports, proto);
+        if (v4_5_.rules) {
+          h5[j] = v4_hash5(k5lo[j], k5hi[j]);
+          prefetch0(&v4_5_.slots[h5[j] & v4_5_.mask]);
+        }
+        if (v4_3_.rules) {
+          h3[j] = v4_hash3(k3[j]);
+          prefetch0(&v4_3_.slots[h3[j] & v4_3_.mask]);
+        }
+        pass[j] = Pass::kV4;
+        continue;
+      }
+      if (!view_packet(m, views[j])) {
+        pass[j] = Pass::kNotIp;
+        continue;
+      }
+      pass[j] = Pass::kView;
+      if (!views[j].has_ports || views[j].family != static_cast<std::uint8_t>(L3Type::kIpv6)) continue;
       if (n5_) {
         h5[j] = hash5(views[j]);
         prefetch0(&h5_.slots[h5[j] & h5_.mask]);
@@ -320,15 +479,41 @@ void ClassifyTable::classify_burst(Mbuf* const* pkts, unsigned n) const noexcept
     }
     for (unsigned j = 0; j < g; ++j) {
       Mbuf* m = pkts[base + j];
-      if (m->drop_reason != 0) [[unlikely]]
-        continue;
-      const RuleHit* r = ip[j] ? match_view(views[j], h5[j], h3[j]) : nullptr;
+      const RuleHit* r;
+      switch (pass[j]) {
+        case Pass::kSkip:
+          continue;
+        case Pass::kV4:
+          if (v4_5_.rules) {
+            const Slot4* s = find_slot4(v4_5_.slots, v4_5_.mask, k5lo[j], k5hi[j], h5[j]);
+            if (s && s->pure) [[likely]] {
+              assign_hit(m, s->endpoint, s->tagged, s->flow_tag);
+              continue;
+            }
+            if (s) {
+              r = lookup(m);  // candidates beyond the key: the full lookup decides
+              break;
+            }
+          }
+          if (v4_3_.rules) {
+            const Slot4* s = find_slot4(v4_3_.slots, v4_3_.mask, k3[j], 0, h3[j]);
+            if (s && s->pure) [[likely]] {
+              assign_hit(m, s->endpoint, s->tagged, s->flow_tag);
+              continue;
+            }
+          }
+          r = lookup(m);  // a non-pure 3-tuple key, or the wildcards
+          break;
+        case Pass::kView:
+          r = match_view(views[j], h5[j], h3[j]);
+          break;
+        case Pass::kNotIp:
+        default:
+          r = nullptr;
+          break;
+      }
       if (r) [[likely]] {
-        m->endpoint = r->endpoint;
-        if (r->flow_tag) {
-          m->flow_tag = r->flow_tag;
-          m->flags |= pkt_flag::kFlowTag;
-        }
+        assign_hit(m, r->endpoint, r->flow_tag != 0, r->flow_tag);
       } else {
         m->endpoint = default_.endpoint;
         m->drop_reason = no_match;
@@ -336,12 +521,5 @@ void ClassifyTable::classify_burst(Mbuf* const* pkts, unsigned n) const noexcept
     }
   }
 }
-
-RAWPIPE_ALWAYS_INLINE const RuleHit* ClassifyTable::match_view(const PacketView& v, std::uint32_t h5,
-                                                               std::uint32_t h3) const noexcept {
-  RAWPIPE_CLASSIFY_LOOKUP(v, h5, h3);
-}
-
-#undef RAWPIPE_CLASSIFY_LOOKUP
 
 }  // namespace rawpipe

@@ -8,7 +8,9 @@
 //                     prefix, a VLAN or an ingress port on top of such a 3-tuple
 //   3. wildcards      every other rule, in an ordered list
 // The two exact levels are open-addressing hash tables (power-of-two size, linear probing, load
-// <= 1/2, prebuilt). A hash slot points at the rules that share its key, most specific first, and
+// <= 1/2, prebuilt). IPv4 keys live in their own pair of tables with the key packed into two
+// 64-bit words (see table.cc), so an IPv4 lookup hashes one or two words and compares in place
+// without building the generic view; IPv6 keys use the 40-byte FlowKey. A hash slot points at the rules that share its key, most specific first, and
 // each of them is checked in full (VLAN, ingress port, source prefix), so a more specific rule on
 // the same key is never shadowed. The wildcard list is sorted by: longer destination prefix, dst
 // port given, longer source prefix, src port given, VLAN given, ingress port given, protocol
@@ -85,8 +87,8 @@ class ClassifyTable {
   // Looks one packet up; returns what the matching rule yields, or nullptr.
   const RuleHit* lookup(const Mbuf* m) const noexcept;
 
-  std::size_t exact5_count() const noexcept { return n5_; }
-  std::size_t exact3_count() const noexcept { return n3_; }
+  std::size_t exact5_count() const noexcept { return n5_ + v4_5_.rules; }
+  std::size_t exact3_count() const noexcept { return n3_ + v4_3_.rules; }
   std::size_t wildcard_count() const noexcept { return wild_.size(); }
   std::uint16_t default_endpoint() const noexcept { return default_.endpoint; }
 
@@ -105,10 +107,30 @@ class ClassifyTable {
     std::vector<Slot> slots;
     std::uint32_t mask = 0;
   };
+  // An IPv4 exact key in two words; half a cache line, so two slots share one.
+  struct alignas(32) Slot4 {
+    std::uint64_t k0, k1;
+    std::uint32_t first;   // index into cands_
+    std::uint16_t count;   // 0: empty slot
+    std::uint8_t pure;
+    std::uint8_t tagged;   // pure and the rule sets a flow tag
+    std::uint16_t endpoint;  // valid when pure
+    std::uint16_t unused;
+    std::uint32_t flow_tag;  // valid when pure
+  };
+  static_assert(sizeof(Slot4) == 32);
+  struct Hash4 {
+    std::vector<Slot4> slots;
+    std::uint32_t mask = 0;
+    std::size_t rules = 0;
+  };
   ClassifyTable() = default;
   const RuleHit* match_view(const PacketView& v, std::uint32_t h5, std::uint32_t h3) const noexcept;
+  const RuleHit* match_v4_exact(const PacketView& v) const noexcept;
+  const RuleHit* check_candidates(std::uint32_t first, std::uint32_t count, const PacketView& v) const noexcept;
 
-  Hash h5_, h3_;
+  Hash h5_, h3_;          // IPv6 exact keys
+  Hash4 v4_5_, v4_3_;     // IPv4 exact keys
   std::size_t n5_ = 0, n3_ = 0;
   std::vector<CompiledRule> cands_;   // hash candidates, grouped per slot
   std::vector<CompiledRule> wild_;
