@@ -41,8 +41,10 @@ inline constexpr std::uint16_t kTimestamp = 1u << 12;    // (rx) timestamp_ns is
 inline constexpr std::uint16_t kBroadcast = 1u << 13;    // destination MAC is broadcast
 }  // namespace pkt_flag
 
-// Transmit requests (Mbuf::tx_flags), set by whoever hands the packet to tx_burst. Checksum
-// requests need valid parse results (l3_type, l3_off, l4_off, l4_proto).
+// Transmit requests (Mbuf::tx_flags), set by whoever hands the packet to tx_burst, every time:
+// the pool does not reset them on alloc, because that would write the header's second cache line
+// for every received packet while only transmitted ones read it. Checksum requests need valid
+// parse results (l3_type, l3_off, l4_off, l4_proto).
 namespace tx_flag {
 inline constexpr std::uint16_t kL3Csum = 1u << 0;  // the port fills the IPv4 header checksum
 inline constexpr std::uint16_t kL4Csum = 1u << 1;  // the port fills the UDP/TCP checksum
@@ -76,7 +78,7 @@ struct alignas(kCacheLine) Mbuf {
 
   // ---- cache line 1: slow path, transmit, ownership ----
   std::uint32_t buf_len;    // (pool) whole slot size including this header
-  std::uint16_t tx_flags;   // (any) per-packet transmit requests (checksum offload, dummy send)
+  std::uint16_t tx_flags;   // (tx) per-packet transmit requests; not reset by the pool (see tx_flag)
   std::uint16_t user_u16;   // (any) free for the current owner
   std::uint64_t user_u64;   // (any) free for the current owner (Extra API user_data)
   void* user_ptr;           // (any) free for the current owner

@@ -113,6 +113,8 @@ void Dispatcher::dispatch_burst(Mbuf* const* pkts, const Verdict* verdicts, unsi
       } else {
         const std::uint16_t port = static_cast<std::uint16_t>(d - n_endpoints_);
         const TxQueueHandle& tx = tx_[port];
+        // Echo and forward ask for nothing special (echo_swap keeps the checksums valid).
+        for (unsigned j = 0; j < k; ++j) run[j]->tx_flags = 0;
         done = tx.burst ? tx(run, static_cast<std::uint16_t>(k)) : 0;
         fail = DropReason::kTxFailed;
         c.transmitted_per_port[port].add(done);
