@@ -76,6 +76,31 @@ TEST_F(TableTest, FiveTupleBeatsThreeTupleBeatsWildcardWhateverTheConfigOrder) {
             std::make_pair(kNone, DropReason::kNoMatch));
 }
 
+TEST_F(TableTest, Ipv4PackedKeysFallBackFromANarrowedFiveTupleAndKeepPortsApart) {
+  // IPv4 exact keys take the packed-key path; a 5-tuple narrowed by a VLAN is not "pure", so a
+  // packet on its key without the tag must still reach the 3-tuple below it.
+  auto t = table({{1, "udp dst 10.0.0.1:5000"},
+                  {2, "udp dst 10.0.0.1:5000 src 10.9.9.9:4000 vlan 7"},
+                  {4, "udp dst 10.0.0.1:5001"},
+                  {7, "udp dst 10.0.0.1:5002 src 10.9.9.9:4000"}});
+  EXPECT_EQ(t->exact5_count(), 2u);
+  EXPECT_EQ(t->exact3_count(), 2u);
+  EXPECT_EQ(ep(*t, udp_frame("10.9.9.9", 4000, "10.0.0.1", 5000, 7)), 2);
+  EXPECT_EQ(ep(*t, udp_frame("10.9.9.9", 4000, "10.0.0.1", 5000)), 1);
+  EXPECT_EQ(ep(*t, udp_frame("10.9.9.9", 4000, "10.0.0.1", 5001)), 4);
+  // Source and destination ports are not interchangeable in the packed key.
+  EXPECT_EQ(ep(*t, udp_frame("10.9.9.9", 5001, "10.0.0.1", 4000)), kNone);
+  EXPECT_EQ(ep(*t, udp_frame("10.9.9.9", 4000, "10.0.0.1", 5002)), 7);
+  EXPECT_EQ(ep(*t, udp_frame("10.9.9.9", 4001, "10.0.0.1", 5002)), kNone);
+  // A pure packed-key hit carries its rule's flow tag.
+  Mbuf* m = testing::load_frame(*pool_, udp_frame("10.9.9.9", 4000, "10.0.0.1", 5002), 0);
+  parse_burst(&m, 1);
+  t->classify_burst(&m, 1);
+  EXPECT_EQ(m->flow_tag, 0xabcdu);
+  EXPECT_TRUE(m->flags & pkt_flag::kFlowTag);
+  mbuf_free(m);
+}
+
 TEST_F(TableTest, ExtraConstraintsOnAnExactKeyAreCheckedAndNotShadowed) {
   // Same 3-tuple, one rule narrowed by a source prefix, one by VLAN, one plain (listed first).
   auto t = table({{1, "udp dst 10.0.0.1:5000"},
