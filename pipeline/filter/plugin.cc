@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "pipeline/filter/plugin_dirs.h"
+#include "pipeline/privilege/plugin_path.hh"
 
 namespace rawpipe {
 namespace {
@@ -19,11 +20,14 @@ struct OpenedLibrary {
 // load_filter_plugin, `rawpipe check`'s probe) comes through here. On success the caller owns
 // `dl` (dlclose).
 Result<OpenedLibrary> open_library(const std::string& path) {
-  // A path policy (allowed directories, no world-writable locations) belongs here, before
-  // dlopen runs any of the file's code: return its Status if it refuses `path`.
+  // The path policy (pipeline/privilege/plugin_path.hh: allowed directories, no world-writable
+  // location) runs before dlopen runs any of the file's code, and dlopen loads the descriptor it
+  // checked, so the file cannot be swapped in between.
+  PluginFile file;
+  RAWPIPE_TRY(check_plugin_path(path, plugin_dirs(), &file));
   OpenedLibrary lib;
   // RTLD_LOCAL: two plugins may define the same helper names.
-  lib.dl = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  lib.dl = dlopen(file.dlopen_path().c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib.dl) return Status::errorf("filter plugin '{}': cannot load: {}", path, dlerror());
   auto entry = reinterpret_cast<rawpipe_filter_plugin_entry_fn>(dlsym(lib.dl, RAWPIPE_FILTER_PLUGIN_ENTRY_NAME));
   Status bad;

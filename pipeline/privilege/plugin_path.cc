@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 
@@ -20,6 +21,14 @@ namespace {
 
 std::mutex g_mu;
 std::optional<std::vector<std::string>> g_dirs;
+
+// Descriptors of checked plugin files, kept open for the life of the process, one per file.
+// glibc's dlopen first matches an already loaded object by its name ("/proc/self/fd/N"): were N
+// closed and reused for another file while the first object stays loaded (it is still attached,
+// or cannot be unloaded), dlopen would hand back the wrong library. A pinned N always names the
+// same file, and loading the same file again reuses its N.
+std::mutex g_pin_mu;
+std::map<std::pair<dev_t, ino_t>, int> g_pinned;
 
 Status refuse(const std::string& path, std::string_view rule, const std::string& why) {
   return Status::errorf("filter plugin '{}': refused by rule {}: {}", path, rule, why);
@@ -66,21 +75,22 @@ std::vector<std::string> plugin_dirs() {
 PluginFile::PluginFile(PluginFile&& o) noexcept { *this = std::move(o); }
 PluginFile& PluginFile::operator=(PluginFile&& o) noexcept {
   if (this != &o) {
-    if (fd_ >= 0) close(fd_);
+    if (fd_ >= 0 && !pinned_) close(fd_);
     fd_ = std::exchange(o.fd_, -1);
+    pinned_ = std::exchange(o.pinned_, false);
     real_path_ = std::move(o.real_path_);
   }
   return *this;
 }
 PluginFile::~PluginFile() {
-  if (fd_ >= 0) close(fd_);
+  if (fd_ >= 0 && !pinned_) close(fd_);
 }
 std::string PluginFile::dlopen_path() const { return fmt::format("/proc/self/fd/{}", fd_); }
 
 Status check_plugin_path(const std::string& path, const std::vector<std::string>& allowed_dirs, PluginFile* out) {
   PluginFile f;
   f.fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (f.fd_ < 0) return Status::errorf("filter plugin '{}': cannot open it: {}", path, std::strerror(errno));
+  if (f.fd_ < 0) return Status::errorf("filter plugin '{}': cannot load: cannot open it: {}", path, std::strerror(errno));
   struct stat st {};
   if (fstat(f.fd_, &st) != 0) return Status::errorf("filter plugin '{}': fstat: {}", path, std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return refuse(path, "regular-file", "it is not a regular file");
@@ -135,7 +145,14 @@ Status check_plugin_path(const std::string& path, const std::vector<std::string>
                                 ds.st_uid, geteuid()));
     if (dir == "/") break;
   }
-  if (out) *out = std::move(f);
+  if (out) {
+    std::lock_guard lock(g_pin_mu);
+    auto [it, fresh] = g_pinned.emplace(std::make_pair(st.st_dev, st.st_ino), f.fd_);
+    if (!fresh) close(f.fd_);  // the same file: its pinned descriptor names it already
+    f.fd_ = it->second;
+    f.pinned_ = true;
+    *out = std::move(f);
+  }
   return Status::ok();
 }
 

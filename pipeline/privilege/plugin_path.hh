@@ -34,7 +34,10 @@ std::vector<std::string> default_plugin_dirs();
 void set_plugin_dirs(std::vector<std::string> dirs);
 std::vector<std::string> plugin_dirs();
 
-// An opened, checked plugin file. dlopen(dlopen_path()) loads exactly the checked file.
+// An opened, checked plugin file. dlopen(dlopen_path()) loads exactly the checked file. Once
+// handed out by check_plugin_path the descriptor is pinned: it stays open for the life of the
+// process (one per distinct file), so its /proc/self/fd/N name never comes to mean another file
+// while a library loaded under that name is still in the process.
 class PluginFile {
  public:
   PluginFile() = default;
@@ -48,6 +51,7 @@ class PluginFile {
  private:
   friend Status check_plugin_path(const std::string&, const std::vector<std::string>&, PluginFile*);
   int fd_ = -1;
+  bool pinned_ = false;
   std::string real_path_;
 };
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "pipeline/filter/plugin.hh"
 #include "pipeline/privilege/plugin_path.hh"
 
 namespace rawpipe {
@@ -118,7 +119,7 @@ TEST_F(PluginPath, RefusesADirectoryAndAMissingFile) {
   EXPECT_NE(dir.message().find("rule regular-file"), std::string::npos) << dir.message();
   Status missing = check_plugin_path((root_ / "good" / "nope.so").string(), good_dir());
   ASSERT_FALSE(missing);
-  EXPECT_NE(missing.message().find("nope.so': cannot open it"), std::string::npos) << missing.message();
+  EXPECT_NE(missing.message().find("nope.so': cannot load: cannot open it"), std::string::npos) << missing.message();
 }
 
 TEST_F(PluginPath, AnAllowedDirectoryThatDoesNotExistAllowsNothing) {
@@ -145,6 +146,51 @@ TEST_F(PluginPath, ProcessWideDirsDefaultToTheBuildAndInstallDirs) {
   set_plugin_dirs(good_dir());
   EXPECT_EQ(plugin_dirs(), good_dir());
   set_plugin_dirs(defaults);
+}
+
+// dlopen matches loaded objects by name first: two files must never share a /proc/self/fd name,
+// and the same file keeps its name.
+TEST_F(PluginPath, EachFileKeepsItsOwnDescriptorName) {
+  const std::string second = (root_ / "good" / "g.so").string();
+  std::ofstream(second) << "another file";
+  chmod(second.c_str(), 0644);
+  std::string first_name, second_name, again_name;
+  {
+    PluginFile a;
+    ASSERT_TRUE(check_plugin_path(good_, good_dir(), &a));
+    first_name = a.dlopen_path();
+  }  // the first descriptor is not reused once its PluginFile is gone
+  {
+    PluginFile b;
+    ASSERT_TRUE(check_plugin_path(second, good_dir(), &b));
+    second_name = b.dlopen_path();
+  }
+  PluginFile c;
+  ASSERT_TRUE(check_plugin_path(good_, good_dir(), &c));
+  again_name = c.dlopen_path();
+  EXPECT_NE(first_name, second_name);
+  EXPECT_EQ(first_name, again_name);
+  struct stat x {}, y {};
+  ASSERT_EQ(stat(again_name.c_str(), &x), 0);
+  ASSERT_EQ(stat(good_.c_str(), &y), 0);
+  EXPECT_EQ(x.st_ino, y.st_ino);
+}
+
+// The policy sits in the filter plugin load path: a refused file never reaches dlopen, an accepted
+// one does (these files are not ELF, so dlopen itself then fails, and says so).
+TEST_F(PluginPath, FilterPluginLoadAppliesThePolicy) {
+  const auto saved = plugin_dirs();
+  set_plugin_dirs(good_dir());
+  auto refused = FilterPlugin::load(other_, nullptr, {});
+  auto reached = FilterPlugin::load(good_, nullptr, {});
+  set_plugin_dirs(saved);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.message().find("rule inside-plugin-dirs"), std::string::npos) << refused.message();
+  EXPECT_EQ(refused.message().find("cannot load"), std::string::npos) << refused.message();
+  ASSERT_FALSE(reached);
+  EXPECT_EQ(reached.message().find("refused"), std::string::npos) << reached.message();
+  EXPECT_NE(reached.message().find("cannot load"), std::string::npos) << reached.message();
+  EXPECT_NE(reached.message().find(good_), std::string::npos) << reached.message();
 }
 
 }  // namespace
