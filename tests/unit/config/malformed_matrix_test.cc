@@ -22,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // The sections the matrix knows; optional ones are emitted only when a row puts a key in them.
-enum class Sec { kRun, kPool, kPort, kEndpoint, kLcore, kMetrics, kTap };
+enum class Sec { kRun, kPool, kPort, kEndpoint, kLcore, kMetrics, kTap, kFilter };
 
 struct Row {
   Sec sec;
@@ -30,7 +30,7 @@ struct Row {
   const char* key;
   const char* wrong_type; // a TOML value of the wrong type
   const char* out_of_range;  // nullptr when the key has no range
-  const char* also = nullptr;  // "key = value" the key needs beside it in its section, if any
+  const char* also = nullptr;  // "key = value" the key needs beside it in its section, or "-key" it must not have
 };
 
 // Driver base keys that make an otherwise empty port table valid for that driver.
@@ -185,6 +185,12 @@ const Row kRows[] = {
     {Sec::kTap, "", "lane_bytes", "\"4M\"", "1000000"},
     {Sec::kTap, "", "drop_reasons", "1", "[\"no_such_reason\"]", "stage = \"drops\""},
     {Sec::kTap, "", "port", "1", "\"missing\""},
+    {Sec::kTap, "", "endpoint", "1", "\"missing\"", "stage = \"filtered\""},
+    // [[filters]] (the example plugins of this build); a plugin outside the plugin dirs is refused
+    {Sec::kFilter, "", "path", "1", "\"/etc/hostname\""},
+    {Sec::kFilter, "", "endpoint", "1", "\"missing\""},
+    {Sec::kFilter, "", "queue", "1", "\"p:7\"", "-endpoint"},
+    {Sec::kFilter, "", "config", "1", nullptr},
     // [[lcores]]
     {Sec::kLcore, "", "cpu", "\"0\"", "-2"},
     {Sec::kLcore, "", "burst", "\"32\"", "0"},
@@ -211,18 +217,25 @@ class Doc {
       case Sec::kEndpoint: return endpoint_;
       case Sec::kMetrics: return metrics_;
       case Sec::kTap: return tap_;
+      case Sec::kFilter: return filter_;
       default: return lcore_;
     }
   }
   void set(Sec s, const std::string& key, const std::string& value) {
     auto& v = lines(s);
     if (s == Sec::kTap && v.empty()) v.push_back("path = \"/tmp/rawpipe-matrix-tap.pcap\"");
+    if (s == Sec::kFilter && v.empty()) v = {"path = \"rawpipe_seq_gap\"", "endpoint = \"rest\""};
     for (auto& l : v)
       if (l.rfind(key + " = ", 0) == 0) {
         l = key + " = " + value;
         return;
       }
     v.push_back(key + " = " + value);
+  }
+  void unset(Sec s, const std::string& key) {
+    if (s == Sec::kFilter) set(s, "path", "\"rawpipe_seq_gap\"");  // the section's base first
+    auto& v = lines(s);
+    std::erase_if(v, [&](const std::string& l) { return l.rfind(key + " = ", 0) == 0; });
   }
   // The text and the line where `key` of section `s` ended up.
   std::string text(Sec s = Sec::kRun, const std::string& key = "", int* line = nullptr) const {
@@ -245,11 +258,12 @@ class Doc {
     emit(Sec::kLcore, "[[lcores]]", lcore_);
     if (!metrics_.empty()) emit(Sec::kMetrics, "[metrics]", metrics_);
     if (!tap_.empty()) emit(Sec::kTap, "[[taps]]", tap_);
+    if (!filter_.empty()) emit(Sec::kFilter, "[[filters]]", filter_);
     return out;
   }
 
  private:
-  std::vector<std::string> run_, pool_, port_, endpoint_, lcore_, metrics_, tap_;
+  std::vector<std::string> run_, pool_, port_, endpoint_, lcore_, metrics_, tap_, filter_;
 };
 
 LoadOptions options() {
@@ -272,6 +286,7 @@ std::string label(Sec s) {
     case Sec::kEndpoint: return "endpoints[0]";
     case Sec::kMetrics: return "metrics";
     case Sec::kTap: return "taps[0]";
+    case Sec::kFilter: return "filters[0]";
     default: return "lcores[0]";
   }
 }
@@ -303,7 +318,9 @@ TEST(MalformedMatrix, WrongTypeAndOutOfRangeNameFileLineAndKey) {
     for (const char* value : {row.wrong_type, row.out_of_range}) {
       if (!value) continue;
       Doc d(pmd);
-      if (row.also) {
+      if (row.also && row.also[0] == '-') {
+        d.unset(row.sec, row.also + 1);
+      } else if (row.also) {
         const std::string also = row.also;
         const auto eq = also.find(" = ");
         d.set(row.sec, also.substr(0, eq), also.substr(eq + 3));
@@ -322,7 +339,7 @@ TEST(MalformedMatrix, WrongTypeAndOutOfRangeNameFileLineAndKey) {
 }
 
 TEST(MalformedMatrix, UnknownKeyInEachSection) {
-  for (Sec s : {Sec::kRun, Sec::kPool, Sec::kPort, Sec::kEndpoint, Sec::kLcore, Sec::kMetrics, Sec::kTap}) {
+  for (Sec s : {Sec::kRun, Sec::kPool, Sec::kPort, Sec::kEndpoint, Sec::kLcore, Sec::kMetrics, Sec::kTap, Sec::kFilter}) {
     for (const auto& [pmd, base] : kDriverBase) {
       if (!driver_built(pmd) || (s != Sec::kPort && pmd != "synth")) continue;
       Doc d(pmd);
@@ -456,7 +473,8 @@ TEST(MalformedMatrix, EverySampleConfigKeyHasARow) {
                                          {"endpoints", Sec::kEndpoint},
                                          {"lcores", Sec::kLcore},
                                          {"metrics", Sec::kMetrics},
-                                         {"taps", Sec::kTap}};
+                                         {"taps", Sec::kTap},
+                                         {"filters", Sec::kFilter}};
   std::set<std::pair<int, std::string>> rows;
   for (const Row& r : kRows) rows.insert({static_cast<int>(r.sec), r.key});
   const std::regex header(R"(^\s*\[\[?\s*([A-Za-z0-9_.]+)\s*\]\]?)");
