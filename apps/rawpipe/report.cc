@@ -126,6 +126,7 @@ nlohmann::json summary_json(const RunSummary& s) {
     }
     nlohmann::json port = {{"rx_nombuf", nombuf}, {"rx_errors", errors}};
     for (const auto& [k, v] : s.port_stats[p].extended) port["extended"][k] = v;
+    if (p < s.port_paths.size()) port["path"] = s.port_paths[p];
     ports[s.port_names[p]] = port;
   }
   j["ports"] = ports;

@@ -37,6 +37,7 @@ struct RunSummary {
   std::vector<std::string> port_names;
   std::vector<std::uint64_t> consumed;  // packets the ring consumer received, by endpoint id
   std::vector<PortStats> port_stats;    // by port id
+  std::vector<std::string> port_paths;  // by port id: each port's path report (driver and mode per queue)
 
   double mpps() const noexcept { return seconds > 0 ? double(accounting.rx_packets) / seconds / 1e6 : 0; }
   bool ok() const noexcept { return accounting.balanced() && accounting.outstanding() == 0; }

@@ -117,9 +117,10 @@ int run_command(const RunOptions& options) {
     return 1;
   }
   // The path report once started: only then does a port know its real mode (AF_XDP zero-copy or copy).
+  std::vector<std::string> port_paths;
   for (std::uint16_t p = 0; p < pipeline->port_count(); ++p) {
-    const std::string path = pipeline->port(p).path_report();
-    fmt::print("{}{}", path, path.ends_with('\n') ? "" : "\n");
+    port_paths.push_back(pipeline->port(p).path_report());
+    fmt::print("{}{}", port_paths.back(), port_paths.back().ends_with('\n') ? "" : "\n");
   }
   std::fflush(stdout);
   // Port-to-consumer latency of stamped packets, sampled like the stage timing ([metrics]).
@@ -215,6 +216,7 @@ int run_command(const RunOptions& options) {
   for (const auto& p : plan.ports) summary.port_names.push_back(p.name);
   summary.consumed = consumer.received();
   for (std::uint16_t p = 0; p < pipeline->port_count(); ++p) summary.port_stats.push_back(pipeline->port(p).stats());
+  summary.port_paths = port_paths;
   for (std::uint16_t p = 0; p < pipeline->port_count(); ++p)
     for (const std::string& n : pipeline->port(p).notices())
       fmt::print(stderr, "rawpipe: port '{}': {}\n", pipeline->port_name(p), n);

@@ -237,10 +237,18 @@ TEST_F(DoctorVeth, GoodSetupExitsZeroAndRunsOnThePredictedPath) {
   ASSERT_NE(path, nullptr) << j.dump(2);
   EXPECT_EQ((*path)["detail"], "AF_XDP on " + ifname + " queue 0: XDP native, copy mode (driver veth has no zero-copy)");
   // rawpipe run prints the path the port really took at startup: the same driver and modes.
-  Output run = spawn({"ip", "netns", "exec", ns_->name(), bin_.string(), "run", cfg.string(), "--duration", "0.5"});
+  const fs::path summary = tmp_ / "summary.json";
+  Output run = spawn({"ip", "netns", "exec", ns_->name(), bin_.string(), "run", cfg.string(), "--duration", "0.5",
+                      "--json", summary.string()});
   ASSERT_EQ(run.status, 0) << run.out << run.err;
   EXPECT_NE(run.out.find("af_xdp " + ifname + " queue 0: XDP native"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("copy mode"), std::string::npos) << run.out;
+  // The summary JSON carries the same path report.
+  auto s = nlohmann::json::parse(slurp(summary), nullptr, false);
+  ASSERT_FALSE(s.is_discarded()) << slurp(summary);
+  const std::string real = s["ports"]["p0"].value("path", std::string());
+  EXPECT_NE(real.find("af_xdp " + ifname + " queue 0: XDP native"), std::string::npos) << s["ports"].dump(2);
+  EXPECT_NE(real.find("copy mode"), std::string::npos) << real;
 }
 
 // The native XDP limit doctor states for veth is the kernel's: at 3507 the attach fails (and so does
