@@ -2,6 +2,8 @@
 // every descriptor and packet. The fix is to pin the lcore to a CPU of the NIC's node.
 #include <fmt/format.h>
 
+#include <set>
+
 #include "apps/rawpipe/doctor/checks.hh"
 
 namespace rawpipe::doctor {
@@ -16,12 +18,14 @@ void check_numa(const Needs* needs, const HostFacts& h, Report& r) {
                                                        format_cpu_list(node_cpus[n.numa_node])));
     return;
   }
+  std::set<std::string> placeless;  // interfaces already reported as having no node to match
   for (const PortNeed& p : needs->ports) {
     auto it = h.netdevs.find(p.interface);
     if (p.interface.empty() || it == h.netdevs.end() || !it->second.exists) continue;
     const int node = it->second.numa_node;
     const std::string check = fmt::format("numa {}", p.interface);
     if (node < 0 || node_cpus.size() < 2) {
+      if (!placeless.insert(p.interface).second) continue;
       r.ok(check, node < 0 ? fmt::format("{} reports no NUMA node (virtual device or one-node machine)", p.interface)
                            : fmt::format("{} is on node {}, the only node", p.interface, node));
       continue;

@@ -110,9 +110,12 @@ void check_paths(const Needs* needs, const HostFacts& h, Report& r) {
     } else if (p.pmd == "mlx5" || p.pmd == "mana") {
       auto probe = n.probes.find(p.pmd);
       const bool ready = probe != n.probes.end() && probe->second.empty();
+      const bool driver_ok = n.driver == (p.pmd == "mlx5" ? "mlx5_core" : "mana");
       r.ok(check, fmt::format("{} direct verbs on {} (RDMA device {}){}", p.pmd, n.name,
                               n.rdma_devices.empty() ? std::string("none") : n.rdma_devices.front(),
-                              ready ? "" : ": cannot start, see the rdma check"));
+                              ready       ? ""
+                              : driver_ok ? ": cannot start, see the rdma check"
+                                          : ": cannot start, see the interface check"));
     } else {
       r.ok(check, software_path(p.pmd));
     }

@@ -36,6 +36,7 @@ void check_rdma(const Needs* needs, const HostFacts& h, Report& r) {
     auto it = h.netdevs.find(p.interface);
     if (it == h.netdevs.end() || !it->second.exists) continue;  // interface.cc reported it
     const NetdevFacts& n = it->second;
+    if (n.driver != (p.pmd == "mlx5" ? "mlx5_core" : "mana")) continue;  // so did the driver mismatch
     const std::string check = fmt::format("rdma {}", p.interface);
     auto probe = n.probes.find(p.pmd);
     if (probe != n.probes.end() && !probe->second.empty()) {

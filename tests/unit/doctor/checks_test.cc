@@ -259,6 +259,7 @@ TEST(DoctorChecks, Mlx5OnAVethFailsWithTheDriverMismatch) {
   const Finding* f = only(r, "interface veth0");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->detail, "port 'p0' uses pmd mlx5 but veth0 has driver veth, not mlx5_core");
+  EXPECT_TRUE(r.find("rdma veth0").empty()) << "the mismatch is reported once, by the interface check";
 }
 
 TEST(DoctorChecks, ManaVportHeldByAnUpNetdevFails) {
