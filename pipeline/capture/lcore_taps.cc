@@ -40,4 +40,8 @@ void LcoreTaps::on_verdicts(Mbuf* const* pkts, const Verdict* verdicts, unsigned
     for (Tap* t : drops) tap_burst(*t, dropped, n_drop);
 }
 
+void LcoreTaps::on_drops(Mbuf* const* pkts, unsigned n) noexcept {
+  for (Tap* t : drops) tap_burst(*t, pkts, n);
+}
+
 }  // namespace rawpipe

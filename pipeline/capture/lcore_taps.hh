@@ -8,8 +8,10 @@
 //                 verdict kDrop to the "drops" taps with their reason (a filter drop without a
 //                 reason gets kFilterDrop here, as dispatch would give it). Held packets already
 //                 belong to the filter's owner and are not read.
-// Drops decided inside dispatch (endpoint ring full, tx failed) happen after this point and are
-// not captured.
+//   on_drops()    called by dispatch for the drops it decides itself (endpoint ring full, tx
+//                 failed), with their reason set.
+// An echo packet that dispatch cannot rewrite (not_for_us) is seen by "filtered" taps, not by
+// "drops" taps.
 //
 // Thread-safety: one LcoreTaps per lcore; its Tap lanes are single-producer (that lcore).
 #pragma once
@@ -32,6 +34,7 @@ struct LcoreTaps {
 
   void on_rx(Mbuf* const* pkts, unsigned n) noexcept;
   void on_verdicts(Mbuf* const* pkts, const Verdict* verdicts, unsigned n) noexcept;
+  void on_drops(Mbuf* const* pkts, unsigned n) noexcept;
 };
 
 }  // namespace rawpipe

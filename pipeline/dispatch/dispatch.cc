@@ -1,6 +1,7 @@
 #include "pipeline/dispatch/dispatch.hh"
 
 #include "pipeline/buf/pool.hh"
+#include "pipeline/capture/lcore_taps.hh"
 #include "pipeline/dispatch/echo.hh"
 #include "pipeline/dispatch/sockperf_echo.hh"
 
@@ -126,6 +127,7 @@ void Dispatcher::dispatch_burst(Mbuf* const* pkts, const Verdict* verdicts, unsi
           run[j]->drop_reason = static_cast<std::uint8_t>(fail);
           to_free[n_free++] = run[j];
         }
+        if (taps_) taps_->on_drops(run + done, k - done);
       }
     }
   }

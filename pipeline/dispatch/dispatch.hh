@@ -49,6 +49,7 @@ inline void make_verdicts(Mbuf* const* pkts, Verdict* verdicts, unsigned n) noex
 }
 
 using EndpointRing = SpscRing<Mbuf*>;
+struct LcoreTaps;
 
 class Dispatcher {
  public:
@@ -67,6 +68,10 @@ class Dispatcher {
   // Consumes pkts[0..n): every packet ends delivered, transmitted, held or dropped and counted.
   void dispatch_burst(Mbuf* const* pkts, const Verdict* verdicts, unsigned n) noexcept;
 
+  // Control path: the lcore's capture taps, which see the drops decided here (endpoint ring
+  // full, tx failed) on that rare path only. Null: none.
+  void set_taps(LcoreTaps* taps) noexcept { taps_ = taps; }
+
  private:
   static constexpr std::uint16_t kUnused = 0xffff;
 
@@ -76,6 +81,7 @@ class Dispatcher {
   std::uint16_t n_endpoints_;
   // Destination d: endpoint d for d < n_endpoints_, port d - n_endpoints_ otherwise.
   std::vector<std::uint16_t> slot_of_dest_;  // kUnused between bursts
+  LcoreTaps* taps_ = nullptr;
 };
 
 }  // namespace rawpipe

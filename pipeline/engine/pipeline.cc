@@ -294,6 +294,7 @@ Status Pipeline::start() {
                               plan_.ports[q.port].name, q.queue);
       }
     auto dispatcher = std::make_unique<Dispatcher>(std::move(routes), tx, &lcores_[l]->counters_mut());
+    if (!lcore_taps_.empty()) dispatcher->set_taps(lcore_taps_[l].get());
     lcores_[l]->bind(std::move(rx), std::move(dispatcher), classifier_.get(), pools);
     lcores_[l]->set_filters(filters_.get());
     if (!lcore_taps_.empty()) lcores_[l]->set_taps(lcore_taps_[l].get());

@@ -210,6 +210,44 @@ TEST_F(PipelineTaps, RotationThroughTheEngineKeepsEveryFrameOnce) {
   EXPECT_EQ(files[0], (dir_ / "rot-00000.pcap").string());
 }
 
+TEST_F(PipelineTaps, DropsDecidedInDispatchReachTheDropsTap) {
+  // A ring endpoint nobody consumes (ring of 2) and an echo endpoint whose tx queue takes 3.
+  std::vector<Frame> q0;
+  for (int i = 0; i < 20; ++i) q0.push_back(udp_frame("10.0.0.7", static_cast<std::uint16_t>(i), "10.0.0.1", 6000));
+  for (int i = 0; i < 10; ++i) q0.push_back(udp_frame("10.0.0.7", static_cast<std::uint16_t>(i), "10.0.0.1", 7007));
+  TestPortConfig c0;
+  c0.rx_frames = {q0};
+  c0.tx_capacity = 3;
+  add_port("p0", c0);
+  EndpointPlan ring;
+  ring.name = "ring";
+  ring.action = EndpointAction::kRing;
+  ring.ring_size = 2;
+  ring.match = {"udp dst 10.0.0.1:6000"};
+  plan_.endpoints.push_back(ring);
+  EndpointPlan echo;
+  echo.name = "echo";
+  echo.id = 1;
+  echo.action = EndpointAction::kEcho;
+  echo.match = {"udp dst 10.0.0.1:7007"};
+  plan_.endpoints.push_back(echo);
+  add_tap("drops", TapStage::kDrops).format = CaptureFormat::kPcapng;
+  add_tap("ringfull", TapStage::kDrops).drop_reason_mask = 1ull << static_cast<unsigned>(DropReason::kEndpointRingFull);
+  auto created = Pipeline::create(plan_);
+  ASSERT_TRUE(created) << created.message();
+  Pipeline& p = *created.value();
+  Accounting a = run(p, 30);
+  EXPECT_TRUE(a.balanced());
+  const std::uint64_t ring_full = a.drops[static_cast<unsigned>(DropReason::kEndpointRingFull)];
+  const std::uint64_t tx_failed = a.drops[static_cast<unsigned>(DropReason::kTxFailed)];
+  EXPECT_EQ(a.transmitted, 3u);
+  EXPECT_EQ(tx_failed, 7u);
+  EXPECT_GE(ring_full, 18u);
+  EXPECT_EQ(a.dropped(), ring_full + tx_failed);
+  EXPECT_EQ(read_pcap(p.taps()[0]->files()[0]).frames, ring_full + tx_failed);
+  EXPECT_EQ(read_pcap(p.taps()[1]->files()[0]).frames, ring_full);
+}
+
 TEST_F(PipelineTaps, NoTapsNoFiles) {
   TestPortConfig c0;
   c0.rx_frames = {{udp_frame("10.0.0.7", 1, "10.0.0.1", 6000)}};
