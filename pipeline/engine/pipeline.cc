@@ -508,6 +508,8 @@ bool Pipeline::endpoint_offloaded(std::uint16_t endpoint) const { return filters
 
 Status Pipeline::remove_rule(std::uint32_t rule_id) {
   RAWPIPE_TRY(classifier_->remove(rule_id));
+  // Every lcore passes a quiescent point after the swap: no burst is still classified with it.
+  classifier_->synchronize();
   return push_steering();
 }
 
