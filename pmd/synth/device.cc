@@ -273,11 +273,11 @@ class SynthPort final : public Port {
     std::array<std::uint64_t, static_cast<std::size_t>(Malformed::kCount)> malformed{};
     std::uint64_t v6 = 0;
     for (std::uint16_t q = 0; q < env_.rx_queues; ++q) {
-      st.rx_queues.push_back(load(rx_[q].counters));
+      st.rx_queues.push_back(load_counters(rx_[q].counters));
       for (std::size_t k = 0; k < malformed.size(); ++k) malformed[k] += count_load(rx_[q].malformed[k]);
       v6 += count_load(rx_[q].ipv6_packets);
     }
-    for (std::uint16_t q = 0; q < env_.tx_queues; ++q) st.tx_queues.push_back(load(tx_[q].counters));
+    for (std::uint16_t q = 0; q < env_.tx_queues; ++q) st.tx_queues.push_back(load_counters(tx_[q].counters));
     for (std::size_t k = 1; k < malformed.size(); ++k)
       st.extended[fmt::format("malformed_{}", kMalformedNames[k])] = malformed[k];
     st.extended["ipv6_packets"] = v6;
@@ -286,18 +286,6 @@ class SynthPort final : public Port {
   }
 
  private:
-  static QueueCounters load(const QueueCounters& c) {
-    QueueCounters out;
-    out.rx_packets = count_load(c.rx_packets);
-    out.rx_bytes = count_load(c.rx_bytes);
-    out.rx_nombuf = count_load(c.rx_nombuf);
-    out.rx_errors = count_load(c.rx_errors);
-    out.tx_packets = count_load(c.tx_packets);
-    out.tx_bytes = count_load(c.tx_bytes);
-    out.tx_errors = count_load(c.tx_errors);
-    return out;
-  }
-
   // Flows are dealt to the queues in turn, so queue q gets this many (known before start()).
   std::uint64_t queue_flows(std::uint16_t q) const {
     return spec_.flow_count() / env_.rx_queues + (q < spec_.flow_count() % env_.rx_queues ? 1 : 0);
