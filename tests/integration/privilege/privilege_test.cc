@@ -68,6 +68,13 @@ class PrivilegeRun : public ::testing::Test {
   }
   void TearDown() override {
     if (!tmp_.empty()) fs::remove_all(tmp_);
+    // The name link stays root-owned when the run switched user, so the run cannot remove it
+    // (docs/hardening.md); remove the dangling ones this test's configs left.
+    for (const char* name : {"synth", "afp", "xdp"}) {
+      const fs::path link = ops::shm_stats_name_link(name);
+      std::error_code ec;
+      if (fs::is_symlink(link, ec) && !fs::exists(link, ec)) fs::remove(link, ec);
+    }
   }
 
   pid_t spawn(const std::vector<std::string>& args) {
