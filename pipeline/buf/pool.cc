@@ -42,6 +42,7 @@ Result<std::unique_ptr<Pool>> Pool::create(const PoolConfig& config) {
   pool->name_ = config.name;
   pool->count_ = config.count;
   pool->buf_size_ = config.buf_size;
+  pool->stride_ = config.exact_stride ? config.buf_size : config.buf_size + kCacheLine;
   pool->headroom_ = config.headroom;
   pool->cache_size_ = config.cache_size;
   pool->provider_ = config.provider;
@@ -55,7 +56,7 @@ Result<std::unique_ptr<Pool>> Pool::create(const PoolConfig& config) {
     pool->id_ = static_cast<std::uint16_t>(id);
   }
 
-  const std::size_t bytes = std::size_t(config.count) * config.buf_size;
+  const std::size_t bytes = std::size_t(config.count) * pool->stride_;
   const double mib = double(bytes) / double(1u << 20);
   if (config.provider.alloc) {
     void* mem = config.provider.alloc(bytes, config.provider.ctx);
@@ -176,14 +177,6 @@ std::uint32_t Pool::available() const noexcept {
   return n;
 }
 
-void Pool::reset(Mbuf* m) const noexcept {
-  // Everything before refcnt comes from the template; index and the second line stay as they are
-  // (a received packet's header then costs one cache line, not two).
-  std::memcpy(static_cast<void*>(m), &line0_template_, offsetof(Mbuf, refcnt));
-  m->refcnt.store(1, std::memory_order_relaxed);
-  m->endpoint = Mbuf::kNoEndpoint;
-}
-
 bool Pool::alloc_bulk(Mbuf** out, unsigned n) noexcept {
   PoolCache* c = thread_cache();
   if (c == nullptr || n > c->size) {
@@ -198,7 +191,13 @@ bool Pool::alloc_bulk(Mbuf** out, unsigned n) noexcept {
       }
     }
     for (unsigned i = 0; i < n; ++i) out[i] = c->objs[len - 1 - i];
-    c->len.store(len - n, std::memory_order_relaxed);
+    len -= n;
+    c->len.store(len, std::memory_order_relaxed);
+    // The next call most likely takes the buffers now on top of the cache. When a consumer on
+    // another core freed them, their header lines are dirty in that core's cache: ask for them
+    // (for writing, since reset() rewrites line 0) a whole burst ahead, so the transfers are done
+    // before the next reset instead of stalling it.
+    for (unsigned i = 0; i < n && i < len; ++i) prefetchw(c->objs[len - 1 - i]);
   }
   for (unsigned i = 0; i < n; ++i) reset(out[i]);
 #if RAWPIPE_MBUF_DEBUG
@@ -243,8 +242,10 @@ void mbuf_free_bulk(Mbuf* const* bufs, unsigned n) noexcept {
 #if RAWPIPE_MBUF_DEBUG
     if (!audit_detail::on_release(m)) continue;  // another free of the same buffer got here first
 #endif
+#if RAWPIPE_MBUF_DEBUG
     // Zero marks the slot free, so a second free is visible to the ownership auditor.
     m->refcnt.store(0, std::memory_order_relaxed);
+#endif
     if (m->pool != batch_pool || batched == kMaxBurst) {
       if (batched) batch_pool->put_bulk(batch, batched);
       batch_pool = m->pool;

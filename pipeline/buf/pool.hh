@@ -1,8 +1,9 @@
 // Buffer pools.
 //
-// A pool is one contiguous, page-aligned region cut into `count` slots of `buf_size` bytes, so a
-// PMD can register it with a NIC once (ibv_reg_mr) or hand it to the kernel as an AF_XDP UMEM and
-// the same slot travels from the wire to the consumer without a copy. The region comes from 2 MiB
+// A pool is one contiguous, page-aligned region cut into `count` slots of `buf_size` bytes (with
+// a cache line of padding between them unless PoolConfig::exact_stride), so a PMD can register it
+// with a NIC once (ibv_reg_mr) or hand it to the kernel as an AF_XDP UMEM and the same slot
+// travels from the wire to the consumer without a copy. The region comes from 2 MiB
 // hugepages when the host has them reserved, otherwise from anonymous memory advised for
 // transparent huge pages; Pool::memory_notice() says which, in one line.
 //
@@ -18,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,6 +49,12 @@ struct PoolConfig {
   std::uint32_t headroom = RAWPIPE_HEADROOM;
   std::uint32_t cache_size = 256;     // per attached thread; 0 disables caches
   HugePages huge_pages = HugePages::kAuto;
+  // Slots exactly buf_size apart, for drivers that find a slot from an address with a shift
+  // (AF_XDP UMEM frames, the DPDK buffer bridge). Otherwise one cache line of padding follows
+  // each slot: with a power-of-two stride the headers of all slots fall into 1/32 of the L2
+  // cache's sets (2048-byte slots, 64-byte lines), so a pool of a few thousand buffers misses
+  // on every header although it would fit; DPDK's mempool pads its objects for the same reason.
+  bool exact_stride = false;
   PoolMemoryProvider provider{};
 };
 
@@ -73,6 +81,8 @@ class Pool {
   std::size_t region_bytes() const noexcept { return region_bytes_; }
   std::uint32_t count() const noexcept { return count_; }
   std::uint32_t buf_size() const noexcept { return buf_size_; }
+  // Bytes from one slot to the next: buf_size, plus one cache line unless exact_stride.
+  std::uint32_t stride() const noexcept { return stride_; }
   std::uint32_t headroom() const noexcept { return headroom_; }
   // Bytes available for packet data in a fresh buffer.
   std::uint32_t data_room() const noexcept { return buf_size_ - kMbufHeaderSize - headroom_; }
@@ -80,16 +90,16 @@ class Pool {
   const std::string& memory_notice() const noexcept { return memory_notice_; }
 
   Mbuf* at(std::uint32_t index) const noexcept {
-    return reinterpret_cast<Mbuf*>(region_ + std::size_t(index) * buf_size_);
+    return reinterpret_cast<Mbuf*>(region_ + std::size_t(index) * stride_);
   }
   bool contains(const void* p) const noexcept {
     auto* b = static_cast<const std::uint8_t*>(p);
-    return b >= region_ && b < region_ + std::size_t(count_) * buf_size_;
+    return b >= region_ && b < region_ + std::size_t(count_) * stride_;
   }
   // The slot that holds address p (p must be inside the region).
   Mbuf* slot_of(const void* p) const noexcept {
     std::size_t off = static_cast<const std::uint8_t*>(p) - region_;
-    return at(static_cast<std::uint32_t>(off / buf_size_));
+    return at(static_cast<std::uint32_t>(off / stride_));
   }
 
   // Data path. Fresh buffers have refcnt 1, data_off = header + headroom, data_len 0 and
@@ -113,7 +123,13 @@ class Pool {
 
   // Resets the header fields a fresh buffer must have; used by alloc_bulk and by PMDs whose
   // hardware hands buffers back without going through the free list.
-  void reset(Mbuf* m) const noexcept;
+  void reset(Mbuf* m) const noexcept {
+    // Everything before refcnt comes from the template; index and the second line stay as they
+    // are (a received packet's header then costs one cache line, not two).
+    std::memcpy(static_cast<void*>(m), &line0_template_, offsetof(Mbuf, refcnt));
+    m->refcnt.store(1, std::memory_order_relaxed);
+    m->endpoint = Mbuf::kNoEndpoint;
+  }
 
  private:
   Pool() = default;
@@ -125,6 +141,7 @@ class Pool {
   std::size_t region_bytes_ = 0;
   std::uint32_t count_ = 0;
   std::uint32_t buf_size_ = 0;
+  std::uint32_t stride_ = 0;
   std::uint32_t headroom_ = 0;
   std::uint32_t cache_size_ = 0;
   bool on_hugepages_ = false;

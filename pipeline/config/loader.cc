@@ -153,6 +153,9 @@ void load_ports(ConfigSection& root, Plan& plan, const LoadOptions& options, std
       // so the one real error (the pmd name) is reported instead of every driver key.
       continue;
     }
+    if (p.spec && p.spec->needs_exact_pool_stride())
+      for (auto& pool : plan.pools)
+        if (pool.config.name == p.pool) pool.config.exact_stride = true;
     plan.ports.push_back(std::move(p));
     section_of_port.push_back(i);
   }

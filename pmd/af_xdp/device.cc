@@ -75,6 +75,11 @@ class AfXdpPort final : public Port {
   Status open() {
     Pool* pool = env_.pool;
     if (!pool) return Status::error("af_xdp: the port has no pool");
+    if (pool->stride() != pool->buf_size())
+      return Status::errorf("af_xdp port '{}': pool '{}' pads its slots to {} bytes, but AF_XDP frames must be "
+                            "exactly buf_size ({}) apart; create the pool with exact_stride (the config loader "
+                            "does this for pools of af_xdp ports)",
+                            env_.name, pool->name(), pool->stride(), pool->buf_size());
     if (pool->buf_size() < 2048)
       return Status::errorf("af_xdp port '{}': pool '{}' has buf_size {}, AF_XDP frames need at least 2048 bytes",
                             env_.name, pool->name(), pool->buf_size());
@@ -456,6 +461,8 @@ class AfXdpSpec final : public PortSpec {
     RAWPIPE_TRY(port->open());
     return std::unique_ptr<Port>(std::move(port));
   }
+  // UMEM frames are buf_size apart and rx finds a slot by shifting the frame address.
+  bool needs_exact_pool_stride() const override { return true; }
 
  private:
   Config cfg_;

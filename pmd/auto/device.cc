@@ -38,6 +38,10 @@ struct Spec final : PortSpec {
   std::vector<std::string> ladder;  // rungs to consider, in kLadder order
 
   Result<std::unique_ptr<Port>> open(const PortEnv& env) const override;
+  // af_xdp may be the rung chosen at open time.
+  bool needs_exact_pool_stride() const override {
+    return std::find(ladder.begin(), ladder.end(), "af_xdp") != ladder.end();
+  }
 };
 
 struct Rung {

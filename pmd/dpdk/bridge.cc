@@ -112,6 +112,10 @@ Result<std::shared_ptr<MbufBridge>> MbufBridge::get(Pool* pool) {
 Status MbufBridge::init(Pool* pool) {
   pool_ = pool;
   region_ = pool->region();
+  if (pool->stride() != pool->buf_size())
+    return Status::errorf("pool '{}' pads its slots to {} bytes; sharing it with DPDK needs slots exactly buf_size "
+                          "({}) apart (PoolConfig::exact_stride, which the config loader sets for dpdk ports)",
+                          pool->name(), pool->stride(), pool->buf_size());
   shift_ = static_cast<unsigned>(std::countr_zero(pool->buf_size()));
   if (pool->buf_size() - kMbufHeaderSize > UINT16_MAX)
     return Status::errorf("pool '{}': buf_size {} is too large for a DPDK buffer (at most 65536)", pool->name(),

@@ -53,6 +53,8 @@ class DpdkSpec final : public PortSpec {
 
   Result<std::unique_ptr<Port>> open(const PortEnv& env) const override;
   std::uint16_t max_rx_queues() const override { return RTE_MAX_QUEUES_PER_PORT; }
+  // The zero-copy bridge maps an rte_mbuf back to its slot with a shift.
+  bool needs_exact_pool_stride() const override { return buffers != BufferMode::kCopy; }
 };
 
 class DpdkPort final : public Port {

@@ -35,6 +35,7 @@ class GuardedPool {
     c.headroom = 0;
     c.cache_size = 0;
     c.huge_pages = HugePages::kNever;
+    c.exact_stride = true;  // the slot must end at the guard page
     c.provider.alloc = &GuardedPool::map;
     c.provider.free = &GuardedPool::unmap;
     c.provider.ctx = g.get();

@@ -14,7 +14,7 @@ namespace {
 std::string where(const SourceLocation& w) { return fmt::format("{}:{}", w.file, w.line); }
 
 std::uint64_t region_bytes(const PoolConfig& c) {
-  const std::uint64_t raw = std::uint64_t(c.count) * c.buf_size;
+  const std::uint64_t raw = std::uint64_t(c.count) * (c.buf_size + (c.exact_stride ? 0u : kCacheLine));
   return (raw + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
 }
 

@@ -155,6 +155,7 @@ class AfXdp : public ::testing::Test {
     pc.count = 4096;
     pc.buf_size = 2048;
     pc.huge_pages = HugePages::kNever;
+    pc.exact_stride = true;  // UMEM frames (the config loader sets this for af_xdp ports)
     auto pool = Pool::create(pc);
     ASSERT_TRUE(pool) << pool.message();
     pool_ = std::move(pool).value();

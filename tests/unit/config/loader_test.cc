@@ -13,18 +13,21 @@ namespace {
 // driver and reject what neither read.
 class FakeSpec final : public PortSpec {
  public:
-  explicit FakeSpec(std::uint16_t max_queues) : max_queues_(max_queues) {}
+  FakeSpec(std::uint16_t max_queues, bool frames) : max_queues_(max_queues), frames_(frames) {}
   Result<std::unique_ptr<Port>> open(const PortEnv&) const override { return Status::error("fake: not openable"); }
   std::uint16_t max_rx_queues() const override { return max_queues_; }
+  bool needs_exact_pool_stride() const override { return frames_; }
 
  private:
   std::uint16_t max_queues_;
+  bool frames_;
 };
 
 Result<std::unique_ptr<PortSpec>> parse_fake(ConfigSection& s) {
   auto max_queues = static_cast<std::uint16_t>(s.integer("max_queues", 1, 64, 4));
+  bool frames = s.boolean("frames", false);  // like af_xdp: needs slots exactly buf_size apart
   if (!s.status()) return s.status();
-  return std::unique_ptr<PortSpec>(new FakeSpec(max_queues));
+  return std::unique_ptr<PortSpec>(new FakeSpec(max_queues, frames));
 }
 
 const PmdDriver kFake{"fake", "test driver", parse_fake};
@@ -119,6 +122,15 @@ TEST(ConfigLoader, ValidConfigBecomesAPlan) {
   EXPECT_EQ(plan.lcores[0].rx[1].port, 0);
   EXPECT_EQ(plan.lcores[0].rx[1].queue, 1);
   EXPECT_NE(describe_plan(plan).find("port p0"), std::string::npos);
+}
+
+TEST(ConfigLoader, PoolsOfPortsThatNeedExactSlotsGetThem) {
+  auto padded = load(kValid);
+  ASSERT_TRUE(padded) << padded.message();
+  EXPECT_FALSE(padded->plan.pools[0].config.exact_stride);
+  auto exact = load(replace(kValid, "max_queues = 8\n", "max_queues = 8\nframes = true\n"));
+  ASSERT_TRUE(exact) << exact.message();
+  EXPECT_TRUE(exact->plan.pools[0].config.exact_stride);
 }
 
 TEST(ConfigLoader, MissingFileSaysSo) {

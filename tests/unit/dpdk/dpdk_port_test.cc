@@ -31,6 +31,7 @@ std::unique_ptr<Pool> make_pool(std::uint32_t count = kPoolCount) {
   c.count = count;
   c.cache_size = 0;
   c.huge_pages = HugePages::kNever;
+  c.exact_stride = true;  // the zero-copy bridge (the config loader sets this for dpdk ports)
   auto p = Pool::create(c);
   EXPECT_TRUE(p) << p.message();
   return std::move(p).value();

@@ -35,6 +35,33 @@ TEST(Pool, RegionIsContiguousAndSlotsAreFixedSize) {
   EXPECT_EQ(pool->data_room(), 2048u - 128u - pool->headroom());
 }
 
+TEST(Pool, SlotsArePaddedByALineUnlessExactStrideIsAsked) {
+  auto padded = make_pool(64);
+  EXPECT_EQ(padded->stride(), 2048u + 64u);
+  PoolConfig c;
+  c.name = "exact";
+  c.count = 64;
+  c.huge_pages = HugePages::kNever;
+  c.exact_stride = true;
+  auto exact = std::move(Pool::create(c)).value();
+  EXPECT_EQ(exact->stride(), 2048u);
+  for (Pool* pool : {padded.get(), exact.get()}) {
+    for (std::uint32_t i = 0; i < 64; ++i) {
+      Mbuf* m = pool->at(i);
+      EXPECT_EQ(reinterpret_cast<std::uint8_t*>(m) - pool->region(), std::ptrdiff_t(i) * pool->stride());
+      EXPECT_EQ(m->buf_len, 2048u);
+      // Every byte of the slot, padding included, maps back to it.
+      EXPECT_EQ(pool->slot_of(reinterpret_cast<std::uint8_t*>(m) + pool->stride() - 1), m);
+    }
+    EXPECT_GE(pool->region_bytes(), 64u * pool->stride());
+  }
+  // Padded headers spread over the cache's sets: 64 consecutive slots use 64 different line
+  // offsets modulo 2048 bytes, where exact 2048-byte slots all share one.
+  std::set<std::uintptr_t> offsets;
+  for (std::uint32_t i = 0; i < 32; ++i) offsets.insert(reinterpret_cast<std::uintptr_t>(padded->at(i)) % 2048);
+  EXPECT_EQ(offsets.size(), 32u);
+}
+
 TEST(Pool, FreshBuffersHaveCleanMetadata) {
   auto pool = make_pool(8, 0);
   Mbuf* m = pool->alloc();
