@@ -2,7 +2,7 @@
 //
 // Capacity is a power of two; head and tail indices are free-running 32-bit counters masked on
 // access, so the full capacity is usable and wrap needs no special case. Producer and consumer
-// state sit on separate 128-byte ranges. Each side caches the other side's last seen index and
+// state sit on separate 128-byte ranges, and each side's published tail on one more. Each side caches the other side's last seen index and
 // reloads it only when the cached value says the ring looks full (producer) or empty (consumer).
 //
 // The producer and consumer synchronisation are template policies chosen at construction:
@@ -202,15 +202,18 @@ class Ring {
     }
   }
 
+  // Each side's tail, which the other side polls, has a range of its own: a single producer
+  // (consumer) then finds its head and cached index in its own cache on every call, instead of
+  // missing on the line the other core just read the tail from.
   struct alignas(kFalseSharingRange) Producer {
     std::atomic<std::uint32_t> head{0};
-    std::atomic<std::uint32_t> tail{0};
     std::uint32_t cached_cons = 0;  // single-producer only
+    alignas(kFalseSharingRange) std::atomic<std::uint32_t> tail{0};
   };
   struct alignas(kFalseSharingRange) Consumer {
     std::atomic<std::uint32_t> head{0};
-    std::atomic<std::uint32_t> tail{0};
     std::uint32_t cached_prod = 0;  // single-consumer only
+    alignas(kFalseSharingRange) std::atomic<std::uint32_t> tail{0};
   };
 
   const std::uint32_t mask_;
