@@ -59,12 +59,9 @@ void RingConsumer::loop(Pipeline* pipeline, std::vector<std::uint16_t> endpoints
       if (n == 0) continue;
       any = true;
       if (e2e_) e2e_->on_batch(e, burst, n);  // sampled; reads the stamps before the free below
-      // The headers were last written on the lcore's core: start every line's transfer before the
-      // free loop needs the first, so the misses overlap instead of queueing one by one. A read
-      // prefetch, because freeing only reads the header: the lcore keeps its copy and rewrites it
-      // on the next alloc without fetching the line back from this core.
-      for (unsigned i = 0; i < n; ++i) prefetch0(burst[i]);
-      mbuf_free_bulk(burst, n);
+      // Back to the lcore that queued them, which frees them where their headers are cached;
+      // this thread never touches a header.
+      pipeline->endpoint_release(e, burst, n);
       local[e] += n;
       // Single writer: publish the running total for the stats line.
       received_[e].store(local[e], std::memory_order_relaxed);

@@ -1,5 +1,6 @@
 // The app's zero-copy consumer: one thread that drains every "ring" endpoint with
-// Pipeline::endpoint_receive and frees what it gets, counting per endpoint. It stands in for an
+// Pipeline::endpoint_receive and frees what it gets with Pipeline::endpoint_release (back through
+// the lcore that queued it), counting per endpoint. It stands in for an
 // application reading its endpoints; the benchmark config measures the pipeline with it.
 #pragma once
 

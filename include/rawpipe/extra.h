@@ -138,7 +138,8 @@ typedef struct rawpipe_api {
                       rawpipe_filter_burst_fn burst, void *ctx);
 
   /* Receive (RAWPIPE_CAP_ZCOPY_RECV), for ring endpoints. recvfrom_zcopy returns how many
-   * packets it wrote to pkts (0: none waiting); free_packets returns them to their pools. recv
+   * packets it wrote to pkts (0: none waiting); free_packets returns them to their pools, through
+   * the lcores that received them while the pipeline runs (one consumer thread per endpoint). recv
    * copies one packet's payload into buf (truncating, like recvfrom) and frees the buffer; it
    * returns the bytes copied, 0 when none is waiting, -1 for a bad endpoint; src may be NULL. */
   int (*recvfrom_zcopy)(rawpipe_pipeline *p, uint16_t endpoint, struct rawpipe_packet *pkts, unsigned max);

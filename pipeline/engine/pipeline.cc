@@ -23,12 +23,19 @@
 namespace rawpipe {
 
 // The rings of one kRing endpoint: one per lcore (each lcore is the only producer of its ring).
+// Each lcore is the only producer of its ring and the only consumer of its return ring; whoever
+// holds `busy` is the only consumer of the rings and the only producer of the return rings.
 struct EndpointRings {
   std::vector<std::unique_ptr<EndpointRing>> per_lcore;
+  std::vector<std::unique_ptr<EndpointRing>> returns;  // by lcore: endpoint_release() -> that lcore
   // Consumer side. `busy` makes a second consumer (or stop() draining) back off instead of
-  // breaking the single-consumer rule; `next` rotates the first ring read for fairness.
+  // breaking the single-consumer rule; `next` rotates the first ring read for fairness; `last`
+  // is the lcore whose ring gave the latest packets (where their release goes); `closed` is set
+  // once the lcores are gone, after which releases free directly. All three are guarded by busy.
   std::atomic<bool> busy{false};
   unsigned next = 0;
+  unsigned last = 0;
+  bool closed = false;
 };
 
 namespace {
@@ -231,6 +238,11 @@ Status Pipeline::build() {
       auto ring = EndpointRing::create(ep.ring_size);
       if (!ring) return Status::errorf("{}endpoint '{}': {}", where(ep.where), ep.name, ring.message());
       r->per_lcore.push_back(std::move(ring).value());
+      // Twice the ring: a consumer can hold a whole ring's worth while the lcore is still
+      // freeing the previous one.
+      auto back = EndpointRing::create(2 * ep.ring_size);
+      if (!back) return Status::errorf("{}endpoint '{}': {}", where(ep.where), ep.name, back.message());
+      r->returns.push_back(std::move(back).value());
     }
     rings_[ep.id] = std::move(r);
   }
@@ -297,6 +309,10 @@ Status Pipeline::start() {
     if (!lcore_taps_.empty()) dispatcher->set_taps(lcore_taps_[l].get());
     lcores_[l]->bind(std::move(rx), std::move(dispatcher), classifier_.get(), pools);
     lcores_[l]->set_filters(filters_.get());
+    std::vector<EndpointRing*> returns;
+    for (const auto& r : rings_)
+      if (r) returns.push_back(r->returns[l].get());
+    lcores_[l]->set_returns(std::move(returns));
     if (!lcore_taps_.empty()) lcores_[l]->set_taps(lcore_taps_[l].get());
     if (std::any_of(neigh_tables_.begin(), neigh_tables_.end(), [](const auto& t) { return t != nullptr; })) {
       std::vector<const NeighTable*> tables;
@@ -374,6 +390,10 @@ Status Pipeline::stop() {
         mbuf_free_bulk(batch, n);
         drained_ += n;
       }
+    // Released by the consumer, not yet freed by their lcore: no longer counted anywhere.
+    for (auto& ring : r->returns)
+      while (unsigned n = ring->dequeue_burst(batch, kMaxBurst)) mbuf_free_bulk(batch, n);
+    r->closed = true;
     unlock_consumer(r->busy);
   }
   if (classifier_) classifier_->reclaim();
@@ -459,12 +479,29 @@ unsigned Pipeline::endpoint_receive(std::uint16_t endpoint, Mbuf** out, unsigned
   for (unsigned i = 0; i < rings && got < n; ++i) {
     unsigned idx = r.next + i;
     if (idx >= rings) idx -= rings;
-    got += r.per_lcore[idx]->dequeue_burst(out + got, n - got);
+    const unsigned took = r.per_lcore[idx]->dequeue_burst(out + got, n - got);
+    if (took) r.last = idx;
+    got += took;
   }
   if (++r.next >= rings) r.next = 0;
   unlock_consumer(r.busy);
   audit_handout(out, got, AuditOwner::kApp, endpoint, AuditSite::kEndpointReceive);
   return got;
+}
+
+void Pipeline::endpoint_release(std::uint16_t endpoint, Mbuf* const* bufs, unsigned n) noexcept {
+  unsigned queued = 0;
+  if (endpoint < rings_.size() && rings_[endpoint]) {
+    EndpointRings& r = *rings_[endpoint];
+    if (lock_consumer(r.busy)) {
+      if (!r.closed) {
+        audit_handout(bufs, n, AuditOwner::kPipeline, endpoint, AuditSite::kEndpointRelease);
+        queued = r.returns[r.last]->enqueue_burst(bufs, n);
+      }
+      unlock_consumer(r.busy);
+    }
+  }
+  if (queued < n) mbuf_free_bulk(bufs + queued, n - queued);
 }
 
 Result<std::uint32_t> Pipeline::add_rule(std::uint16_t endpoint, std::string_view text) {

@@ -127,17 +127,26 @@ int api_recvfrom_zcopy(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_packet* ou
   return static_cast<int>(total);
 }
 
-void api_free_packets(rawpipe_pipeline*, const rawpipe_packet* pkts, unsigned n) {
+// Like XLIO's free_packets, the buffers go back through the ring they came from: runs of one
+// endpoint are released to the lcores that queued them (Pipeline::endpoint_release), which free
+// them where their headers are cached.
+void api_free_packets(rawpipe_pipeline* h, const rawpipe_packet* pkts, unsigned n) {
   Mbuf* batch[kMaxBurst];
   unsigned k = 0;
-  for (unsigned i = 0; i < n; ++i) {
-    batch[k++] = static_cast<Mbuf*>(pkts[i].handle);
-    if (k == kMaxBurst) {
+  std::uint16_t run_endpoint = 0;
+  auto flush = [&] {
+    if (h)
+      h->pipeline->endpoint_release(run_endpoint, batch, k);
+    else
       mbuf_free_bulk(batch, k);
-      k = 0;
-    }
+    k = 0;
+  };
+  for (unsigned i = 0; i < n; ++i) {
+    if (k == kMaxBurst || (k && pkts[i].endpoint != run_endpoint)) flush();
+    run_endpoint = pkts[i].endpoint;
+    batch[k++] = static_cast<Mbuf*>(pkts[i].handle);
   }
-  if (k) mbuf_free_bulk(batch, k);
+  if (k) flush();
 }
 
 long api_recv(rawpipe_pipeline* h, std::uint16_t ep, void* buf, std::size_t len, rawpipe_addr* src) {

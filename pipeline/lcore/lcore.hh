@@ -6,6 +6,10 @@
 // once per loop pass and reports a quiescent state after the pass, so tables can be swapped while
 // it runs (classifier.hh).
 //
+// Buffers a consumer released with Pipeline::endpoint_release come back on the lcore's return
+// rings and are freed every few loop passes (every idle one), into this lcore's pool cache, where the next receive
+// takes them while their header lines are still in this core's cache.
+//
 // Empty polls: by default the loop never sleeps (DPDK-style busy poll: lowest latency, one core
 // at 100%). With LcorePlan::idle_sleep_us > 0, a pass in which no queue returned a packet ends
 // with a sleep of that length (one syscall per idle pass, none while traffic flows).
@@ -53,6 +57,9 @@ class Lcore {
   // (neigh/stage.hh); null when not configured, which costs one branch per burst each.
   void set_taps(LcoreTaps* taps) noexcept { taps_ = taps; }
   void set_neigh(NeighStage* neigh) noexcept { neigh_ = neigh; }
+  // Control path, before run(): the return rings of the ring endpoints this lcore feeds
+  // (Pipeline::endpoint_release); the lcore frees what arrives on them between loop passes.
+  void set_returns(std::vector<EndpointRing*> returns) { returns_ = std::move(returns); }
 
   // The thread body. Returns once `stop` reads true (checked once per loop pass).
   void run(const std::atomic<bool>& stop) noexcept;
@@ -70,6 +77,7 @@ class Lcore {
 
  private:
   unsigned poll_queues(const ClassifyTable* table) noexcept;
+  void free_returns(bool idle) noexcept;
   template <bool kTimed>
   unsigned poll_queue(const RxQueue& q, const ClassifyTable* table) noexcept;
 
@@ -83,6 +91,8 @@ class Lcore {
   FilterStage* filters_ = nullptr;
   LcoreTaps* taps_ = nullptr;
   NeighStage* neigh_ = nullptr;
+  std::vector<EndpointRing*> returns_;
+  unsigned passes_ = 0;
   std::unique_ptr<StageLatency> latency_;  // null: stage timing off
 };
 
