@@ -1,5 +1,7 @@
 #include "pipeline/dispatch/dispatch.hh"
 
+#include <cstring>
+
 #include "pipeline/buf/pool.hh"
 #include "pipeline/capture/lcore_taps.hh"
 #include "pipeline/dispatch/echo.hh"
@@ -14,14 +16,74 @@ Dispatcher::Dispatcher(std::vector<Route> routes, std::vector<TxQueueHandle> tx,
       n_endpoints_(static_cast<std::uint16_t>(routes_.size())),
       slot_of_dest_(routes_.size() + tx_.size(), kUnused) {}
 
+// Returns packet m's destination, or kUnused after setting `reason` for a drop. Echo rewrites the
+// packet here (the swap decides whether it can be answered at all).
+RAWPIPE_ALWAYS_INLINE std::uint16_t Dispatcher::destination(Mbuf* m, std::uint8_t& reason) noexcept {
+  const Route& r = routes_[m->endpoint];
+  switch (r.action) {
+    case EndpointAction::kRing:
+    case EndpointAction::kSink:
+      return m->endpoint;
+    case EndpointAction::kEcho:
+      if (!echo_swap(m)) {
+        reason = static_cast<std::uint8_t>(DropReason::kNotForUs);
+        return kUnused;
+      }
+      if (r.sockperf && !sockperf_reply(m)) [[unlikely]]
+        return m->endpoint;  // a sockperf server takes it without a reply: delivered, freed as a sink's
+      return static_cast<std::uint16_t>(n_endpoints_ + m->port);
+    case EndpointAction::kForward:
+    default:
+      return static_cast<std::uint16_t>(n_endpoints_ + r.forward_port);
+  }
+}
+
+// Hands run[0..k) to destination d; what it does not take is dropped, counted and queued on to_free.
+void Dispatcher::deliver_run(std::uint16_t d, Mbuf** run, unsigned k, Mbuf** to_free, unsigned& n_free) noexcept {
+  LcoreCounters& c = *counters_;
+  unsigned done;
+  DropReason fail;
+  if (d < n_endpoints_) {
+    const Route& r = routes_[d];
+    if (r.action == EndpointAction::kRing) {
+      done = r.ring->enqueue_burst(run, k);
+      fail = DropReason::kEndpointRingFull;
+    } else {
+      // Sink: delivered, then freed here.
+      for (unsigned j = 0; j < k; ++j) to_free[n_free++] = run[j];
+      done = k;
+      fail = DropReason::kNone;
+    }
+    c.delivered_per_endpoint[d].add(done);
+    c.delivered.add(done);
+  } else {
+    const std::uint16_t port = static_cast<std::uint16_t>(d - n_endpoints_);
+    const TxQueueHandle& tx = tx_[port];
+    // Echo and forward ask for nothing special (echo_swap keeps the checksums valid).
+    for (unsigned j = 0; j < k; ++j) run[j]->tx_flags = 0;
+    done = tx.burst ? tx(run, static_cast<std::uint16_t>(k)) : 0;
+    fail = DropReason::kTxFailed;
+    c.transmitted_per_port[port].add(done);
+    c.transmitted.add(done);
+  }
+  if (done < k) [[unlikely]] {
+    c.drops[static_cast<unsigned>(fail)].add(k - done);
+    for (unsigned j = done; j < k; ++j) {
+      run[j]->drop_reason = static_cast<std::uint8_t>(fail);
+      to_free[n_free++] = run[j];
+    }
+    if (taps_) taps_->on_drops(run + done, k - done);
+  }
+}
+
 void Dispatcher::dispatch_burst(Mbuf* const* pkts, const Verdict* verdicts, unsigned n) noexcept {
   // Per packet: its destination, or kUnused for drops and holds.
   std::uint16_t dest[kMaxBurst];
-  std::uint16_t active[kMaxBurst];   // destinations seen in this burst, in first-seen order
-  std::uint16_t count[kMaxBurst + 1];
-  unsigned n_active = 0;
   Mbuf* to_free[kMaxBurst];
   unsigned n_free = 0;
+  unsigned n_alive = 0;
+  std::uint16_t first = kUnused;
+  bool one_dest = true;
   LcoreCounters& c = *counters_;
 
   for (unsigned i = 0; i < n; ++i) {
@@ -34,38 +96,11 @@ void Dispatcher::dispatch_burst(Mbuf* const* pkts, const Verdict* verdicts, unsi
     }
     std::uint8_t reason = m->drop_reason;
     if (verdicts[i] == Verdict::kRecv && reason == 0) [[likely]] {
-      const Route& r = routes_[m->endpoint];
-      std::uint16_t d;
-      switch (r.action) {
-        case EndpointAction::kRing:
-        case EndpointAction::kSink:
-          d = m->endpoint;
-          break;
-        case EndpointAction::kEcho:
-          if (!echo_swap(m)) {
-            reason = static_cast<std::uint8_t>(DropReason::kNotForUs);
-            d = kUnused;
-          } else if (r.sockperf && !sockperf_reply(m)) [[unlikely]] {
-            d = m->endpoint;  // a sockperf server takes it without a reply: delivered, freed as a sink's
-          } else {
-            d = static_cast<std::uint16_t>(n_endpoints_ + m->port);
-          }
-          break;
-        case EndpointAction::kForward:
-        default:
-          d = static_cast<std::uint16_t>(n_endpoints_ + r.forward_port);
-          break;
-      }
+      const std::uint16_t d = destination(m, reason);
       if (d != kUnused) [[likely]] {
-        std::uint16_t s = slot_of_dest_[d];
-        if (s == kUnused) {
-          s = static_cast<std::uint16_t>(n_active);
-          slot_of_dest_[d] = s;
-          active[n_active++] = d;
-          count[s] = 0;
-        }
-        ++count[s];
-        dest[i] = s;
+        dest[i] = d;
+        if (n_alive++ == 0) first = d;
+        one_dest &= d == first;
         continue;
       }
     } else if (reason == 0) {
@@ -76,8 +111,29 @@ void Dispatcher::dispatch_burst(Mbuf* const* pkts, const Verdict* verdicts, unsi
     to_free[n_free++] = m;
   }
 
-  if (n_active != 0) [[likely]] {
+  if (n_alive == n && n != 0 && one_dest) [[likely]] {
+    // The common burst: every packet goes to one place, in order; no grouping needed.
+    Mbuf* run[kMaxBurst];
+    std::memcpy(run, pkts, n * sizeof(Mbuf*));
+    deliver_run(first, run, n, to_free, n_free);
+  } else if (n_alive != 0) {
     // Counting sort: contiguous runs per destination, order kept within each run.
+    std::uint16_t active[kMaxBurst];   // destinations seen in this burst, in first-seen order
+    std::uint16_t count[kMaxBurst + 1];
+    unsigned n_active = 0;
+    for (unsigned i = 0; i < n; ++i) {
+      const std::uint16_t d = dest[i];
+      if (d == kUnused) continue;
+      std::uint16_t s = slot_of_dest_[d];
+      if (s == kUnused) {
+        s = static_cast<std::uint16_t>(n_active);
+        slot_of_dest_[d] = s;
+        active[n_active++] = d;
+        count[s] = 0;
+      }
+      ++count[s];
+      dest[i] = s;
+    }
     Mbuf* sorted[kMaxBurst];
     std::uint16_t start[kMaxBurst + 1];
     std::uint16_t pos = 0;
@@ -85,50 +141,13 @@ void Dispatcher::dispatch_burst(Mbuf* const* pkts, const Verdict* verdicts, unsi
       start[s] = pos;
       pos = static_cast<std::uint16_t>(pos + count[s]);
     }
-    start[n_active] = pos;
     std::uint16_t fill[kMaxBurst];
     for (unsigned s = 0; s < n_active; ++s) fill[s] = start[s];
     for (unsigned i = 0; i < n; ++i)
       if (dest[i] != kUnused) sorted[fill[dest[i]]++] = pkts[i];
-
     for (unsigned s = 0; s < n_active; ++s) {
-      const std::uint16_t d = active[s];
-      slot_of_dest_[d] = kUnused;
-      Mbuf** run = &sorted[start[s]];
-      const unsigned k = count[s];
-      unsigned done;
-      DropReason fail;
-      if (d < n_endpoints_) {
-        const Route& r = routes_[d];
-        if (r.action == EndpointAction::kRing) {
-          done = r.ring->enqueue_burst(run, k);
-          fail = DropReason::kEndpointRingFull;
-        } else {
-          // Sink: delivered, then freed here.
-          for (unsigned j = 0; j < k; ++j) to_free[n_free++] = run[j];
-          done = k;
-          fail = DropReason::kNone;
-        }
-        c.delivered_per_endpoint[d].add(done);
-        c.delivered.add(done);
-      } else {
-        const std::uint16_t port = static_cast<std::uint16_t>(d - n_endpoints_);
-        const TxQueueHandle& tx = tx_[port];
-        // Echo and forward ask for nothing special (echo_swap keeps the checksums valid).
-        for (unsigned j = 0; j < k; ++j) run[j]->tx_flags = 0;
-        done = tx.burst ? tx(run, static_cast<std::uint16_t>(k)) : 0;
-        fail = DropReason::kTxFailed;
-        c.transmitted_per_port[port].add(done);
-        c.transmitted.add(done);
-      }
-      if (done < k) [[unlikely]] {
-        c.drops[static_cast<unsigned>(fail)].add(k - done);
-        for (unsigned j = done; j < k; ++j) {
-          run[j]->drop_reason = static_cast<std::uint8_t>(fail);
-          to_free[n_free++] = run[j];
-        }
-        if (taps_) taps_->on_drops(run + done, k - done);
-      }
+      slot_of_dest_[active[s]] = kUnused;
+      deliver_run(active[s], &sorted[start[s]], count[s], to_free, n_free);
     }
   }
   if (n_free) mbuf_free_bulk(to_free, n_free);

@@ -13,8 +13,10 @@
 //          dispatch counts it as delivered to Mbuf::endpoint and does not touch it again.
 // Nothing else in the lcore loop changes when the filter stage is added.
 //
-// Batching: dispatch groups the burst by destination (endpoint ring, sink, transmit port, drop)
-// with a counting pass, then does one ring enqueue / one tx_burst / one bulk free per destination.
+// Batching: when every packet of a burst goes to one destination (the common case, as VPP's
+// "whole frame to one next node") the burst is handed over as it is; otherwise dispatch groups it
+// by destination (endpoint ring, sink, transmit port, drop) with a counting sort. Either way it
+// does one ring enqueue / one tx_burst / one bulk free per destination.
 //
 // Actions (pipeline/plan/plan.hh EndpointAction):
 //   kRing     enqueue on this lcore's SPSC ring of the endpoint; ring full -> kEndpointRingFull
@@ -74,6 +76,9 @@ class Dispatcher {
 
  private:
   static constexpr std::uint16_t kUnused = 0xffff;
+
+  std::uint16_t destination(Mbuf* m, std::uint8_t& reason) noexcept;
+  void deliver_run(std::uint16_t d, Mbuf** run, unsigned k, Mbuf** to_free, unsigned& n_free) noexcept;
 
   std::vector<Route> routes_;
   std::vector<TxQueueHandle> tx_;

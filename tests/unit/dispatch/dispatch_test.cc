@@ -109,6 +109,31 @@ TEST_F(DispatchTest, MixedBurstReachesEveryDestinationWithExactCounts) {
   EXPECT_EQ(pool_->in_use(), 0u);
 }
 
+TEST_F(DispatchTest, BurstToOneEndpointKeepsItsOrderAndAnEmptyBurstDoesNothing) {
+  std::vector<std::pair<Frame, std::uint16_t>> spec;
+  for (int i = 0; i < 6; ++i)
+    spec.push_back({udp_frame("10.0.0.1", static_cast<std::uint16_t>(i), "10.0.0.2", 2000), kEpRing});
+  auto pkts = burst(spec);
+  run(pkts);
+  EXPECT_EQ(counters_->delivered_per_endpoint[kEpRing].load(), 6u);
+  std::vector<Mbuf*> none;
+  run(none);  // a stage before dispatch (ARP/ND answers) may leave nothing
+  EXPECT_EQ(counters_->delivered.load(), 6u);
+  EXPECT_EQ(all_drops(), 0u);
+  auto more = burst({{udp_frame("10.0.0.1", 6, "10.0.0.2", 2000), kEpRing},
+                     {udp_frame("10.0.0.1", 7, "10.0.0.2", 2000), kEpRing},
+                     {udp_frame("10.0.0.1", 8, "10.0.0.2", 2000), kEpRing},
+                     {udp_frame("10.0.0.1", 9, "10.0.0.2", 2000), kEpRing}});
+  run(more);  // the ring holds 8: the last two of these do not fit
+  EXPECT_EQ(counters_->delivered_per_endpoint[kEpRing].load(), 8u);
+  EXPECT_EQ(drops(DropReason::kEndpointRingFull), 2u);
+  Mbuf* out[8];
+  ASSERT_EQ(ring_->dequeue_burst(out, 8), 8u);
+  for (int k = 0; k < 8; ++k) EXPECT_EQ(wire::load_be16(out[k]->data() + out[k]->l4_off), k);
+  mbuf_free_bulk(out, 8);
+  EXPECT_EQ(pool_->in_use(), 0u);
+}
+
 TEST_F(DispatchTest, EchoSwapsAddressesAndPortsIntoTheExactReplyFrame) {
   for (bool v6 : {false, true}) {
     std::string a = v6 ? "2001:db8::1" : "192.0.2.1", b = v6 ? "2001:db8::2" : "198.51.100.7";
