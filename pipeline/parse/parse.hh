@@ -221,9 +221,49 @@ RAWPIPE_ALWAYS_INLINE DropReason parse_frame(Mbuf* m, const std::uint8_t* d, uns
   return DropReason::kNone;
 }
 
+// The frame most traffic is: untagged Ethernet, IPv4 without options or fragmentation, UDP, with
+// consistent lengths and no checksum verdict from the PMD. Recognised with a handful of loads and
+// one combined test, and written with no field stored twice (the VPP ip4-input "x1 fast path"
+// idea); anything else, including every malformed frame, goes through parse_frame, which gives
+// this frame the same result (tests/unit/parse compares the two on mutated frames).
+RAWPIPE_ALWAYS_INLINE bool parse_plain_udp4(Mbuf* m, const std::uint8_t* d, unsigned len) noexcept {
+  constexpr unsigned kEth = sizeof(wire::EthernetHeader);
+  constexpr unsigned kHeaders = kEth + wire::kIpv4MinHeader + sizeof(wire::UdpHeader);
+  if (RAWPIPE_UNLIKELY(len < kHeaders)) return false;
+  const std::uint8_t* ip = d + kEth;
+  const unsigned total = wire::load_be16(ip + 2);
+  const unsigned ulen = wire::load_be16(ip + wire::kIpv4MinHeader + 4);
+  const bool plain = wire::load_be16(d + 12) == wire::kEtherTypeIpv4 && ip[0] == 0x45 &&
+                     (wire::load_be16(ip + 6) & (wire::kIpv4FlagMf | wire::kIpv4OffsetMask)) == 0 &&
+                     ip[9] == wire::kIpProtoUdp && total <= len - kEth && ulen >= sizeof(wire::UdpHeader) &&
+                     ulen <= total - wire::kIpv4MinHeader && total >= wire::kIpv4MinHeader + sizeof(wire::UdpHeader) &&
+                     (m->flags & (pkt_flag::kL3CsumBad | pkt_flag::kL4CsumBad)) == 0;
+  if (RAWPIPE_UNLIKELY(!plain)) return false;
+  std::uint64_t dst_mac;
+  std::memcpy(&dst_mac, d, 8);
+  std::uint16_t flags = m->flags & ~kParseFlags;
+  flags |= (dst_mac & 0xffffffffffffull) == 0xffffffffffffull ? pkt_flag::kBroadcast : 0;
+  flags |= static_cast<std::uint8_t>(ip[16] - 0xe0u) < 0x10u ? pkt_flag::kMulticast : 0;
+  m->l3_off = kEth;
+  m->l4_off = kEth + wire::kIpv4MinHeader;
+  m->payload_off = kHeaders;
+  m->payload_len = static_cast<std::uint16_t>(ulen - sizeof(wire::UdpHeader));
+  m->vlan_tci[0] = 0;
+  m->vlan_tci[1] = 0;
+  m->flags = flags;
+  m->frag_off = 0;
+  m->l3_type = L3Type::kIpv4;
+  m->l4_proto = wire::kIpProtoUdp;
+  m->vlan_count = 0;
+  m->drop_reason = 0;
+  return true;
+}
+
 }  // namespace parse_detail
 
-RAWPIPE_ALWAYS_INLINE void parse_packet(Mbuf* m) noexcept {
+// The general parse: every header kind and every check. parse_packet() takes it for every frame
+// the fast path does not recognise; tests call it directly to compare.
+RAWPIPE_ALWAYS_INLINE void parse_packet_general(Mbuf* m) noexcept {
   const std::uint8_t* d = m->data();
   const unsigned len = m->data_len < 0xffffu ? m->data_len : 0xffffu;
   std::uint16_t flags = m->flags & ~parse_detail::kParseFlags;
@@ -247,6 +287,12 @@ RAWPIPE_ALWAYS_INLINE void parse_packet(Mbuf* m) noexcept {
   }
   m->flags = flags;
   m->drop_reason = static_cast<std::uint8_t>(r);
+}
+
+RAWPIPE_ALWAYS_INLINE void parse_packet(Mbuf* m) noexcept {
+  const unsigned len = m->data_len < 0xffffu ? m->data_len : 0xffffu;
+  if (RAWPIPE_LIKELY(parse_detail::parse_plain_udp4(m, m->data(), len))) return;
+  parse_packet_general(m);
 }
 
 }  // namespace rawpipe
