@@ -121,7 +121,6 @@ std::string_view audit_site_name(AuditSite s) noexcept {
     case AuditSite::kPoll: return "poll";
     case AuditSite::kRecv: return "recv";
     case AuditSite::kHoldVerdict: return "hold verdict";
-    case AuditSite::kEndpointRelease: return "endpoint_release";
   }
   return "?";
 }

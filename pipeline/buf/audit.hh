@@ -50,7 +50,6 @@ enum class AuditSite : std::uint8_t {
   kPoll,             // api poll
   kRecv,             // api recv (copying; freed before it returns)
   kHoldVerdict,      // a filter returned HOLD
-  kEndpointRelease,  // Pipeline::endpoint_release, on its way back to an lcore to be freed
 };
 std::string_view audit_owner_name(AuditOwner o) noexcept;
 std::string_view audit_site_name(AuditSite s) noexcept;

@@ -142,7 +142,8 @@ class Pipeline {
   // the core that rewrites it on the next receive, instead of crossing cores twice per packet.
   // Same effect as mbuf_free_bulk (reference counts are honoured, the buffers may belong to any
   // pool); it falls back to it when the return ring is full, when another consumer of the
-  // endpoint holds it, and once the pipeline has stopped. Same thread rules as endpoint_receive.
+  // endpoint holds it, and once the pipeline has stopped, and always frees at once in builds with
+  // the ownership auditor (mbuf_debug). Same thread rules as endpoint_receive.
   void endpoint_release(std::uint16_t endpoint, Mbuf* const* bufs, unsigned n) noexcept;
 
   // Rules at run time (MT-safe among control threads; lcores keep running and lose nothing: the
