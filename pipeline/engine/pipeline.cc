@@ -22,9 +22,9 @@
 
 namespace rawpipe {
 
-// The rings of one kRing endpoint: one per lcore (each lcore is the only producer of its ring).
-// Each lcore is the only producer of its ring and the only consumer of its return ring; whoever
-// holds `busy` is the only consumer of the rings and the only producer of the return rings.
+// The rings of one kRing endpoint, one pair per lcore. Each lcore is the only producer of its
+// ring and the only consumer of its return ring; whoever holds `busy` is the only consumer of the
+// rings and the only producer of the return rings.
 struct EndpointRings {
   std::vector<std::unique_ptr<EndpointRing>> per_lcore;
   std::vector<std::unique_ptr<EndpointRing>> returns;  // by lcore: endpoint_release() -> that lcore

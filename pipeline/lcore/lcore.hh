@@ -7,8 +7,8 @@
 // it runs (classifier.hh).
 //
 // Buffers a consumer released with Pipeline::endpoint_release come back on the lcore's return
-// rings and are freed every few loop passes (every idle one), into this lcore's pool cache, where the next receive
-// takes them while their header lines are still in this core's cache.
+// rings and are freed every few loop passes (and every idle one) into this lcore's pool cache,
+// where the next receive takes them while their header lines are still in this core's cache.
 //
 // Empty polls: by default the loop never sleeps (DPDK-style busy poll: lowest latency, one core
 // at 100%). With LcorePlan::idle_sleep_us > 0, a pass in which no queue returned a packet ends
