@@ -2,6 +2,8 @@
 
 #include <time.h>
 
+#include <algorithm>
+
 #include "pipeline/capture/lcore_taps.hh"
 #include "pipeline/filter/filter.hh"
 #include "pipeline/neigh/stage.hh"
@@ -86,18 +88,25 @@ RAWPIPE_ALWAYS_INLINE unsigned Lcore::poll_queue(const RxQueue& q, const Classif
 }
 
 void Lcore::free_returns(bool idle) noexcept {
-  // Every fourth busy pass: looking at a return ring reads the index its consumer keeps writing,
-  // a miss across cores whether or not anything came back, so it is paid once per four bursts
-  // instead of once per burst. An idle pass has time to spare and always looks.
-  if ((++passes_ & 3) != 0 && !idle) return;
+  // Taking buffers back costs two waits on the consumer's core: its tail, and then the slot lines
+  // it wrote. The tail is looked at once per eight busy passes. What a look finds is not taken
+  // then but read ahead over the following passes, a receive's worth of lines per pass, and
+  // taken on the next visit from this core's cache. An idle pass has time to spare and takes
+  // everything at once.
+  for (EndpointRing* ring : returns_) ring->read_ahead(return_lines_per_pass_);
+  if ((++passes_ & 7) != 0 && !idle) return;
   for (EndpointRing* ring : returns_) {
     Mbuf* batch[kMaxBurst];
-    // At most two full bursts per ring per visit: more than four passes can receive, so the
-    // returns keep up, while a pile of releases cannot stall receive for long.
-    for (unsigned round = 0; round < 2; ++round) {
-      const unsigned n = ring->dequeue_burst(batch, kMaxBurst);
+    // At most two full bursts of what was read ahead per visit: twice what eight passes can
+    // receive, so the returns keep up, while a pile of releases cannot stall receive for long.
+    unsigned take = std::min(ring->readable_seen(), 2 * kMaxBurst);
+    const unsigned fresh = ring->look_readable();
+    if (idle) take = std::min(fresh, 2 * kMaxBurst);
+    while (take != 0) {
+      const unsigned n = ring->dequeue_burst(batch, std::min(take, kMaxBurst));
       if (n == 0) break;
       mbuf_free_bulk(batch, n);
+      take -= n;
     }
   }
 }

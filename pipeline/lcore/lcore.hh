@@ -7,7 +7,7 @@
 // it runs (classifier.hh).
 //
 // Buffers a consumer released with Pipeline::endpoint_release come back on the lcore's return
-// rings and are freed every few loop passes (and every idle one) into this lcore's pool cache,
+// rings and are freed every eighth loop pass (and every idle one) into this lcore's pool cache,
 // where the next receive takes them while their header lines are still in this core's cache.
 //
 // Empty polls: by default the loop never sleeps (DPDK-style busy poll: lowest latency, one core
@@ -15,6 +15,7 @@
 // with a sleep of that length (one syscall per idle pass, none while traffic flows).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -59,7 +60,13 @@ class Lcore {
   void set_neigh(NeighStage* neigh) noexcept { neigh_ = neigh; }
   // Control path, before run(): the return rings of the ring endpoints this lcore feeds
   // (Pipeline::endpoint_release); the lcore frees what arrives on them between loop passes.
-  void set_returns(std::vector<EndpointRing*> returns) { returns_ = std::move(returns); }
+  void set_returns(std::vector<EndpointRing*> returns) {
+    returns_ = std::move(returns);
+    // A pass receives at most a burst per queue; reading ahead that many pointers' lines per pass
+    // keeps pace with what the consumer can give back.
+    const std::size_t per_pass = std::size_t{plan_.burst} * std::max<std::size_t>(rx_.size(), 1);
+    return_lines_per_pass_ = static_cast<unsigned>((per_pass * sizeof(Mbuf*) + kCacheLine - 1) / kCacheLine);
+  }
 
   // The thread body. Returns once `stop` reads true (checked once per loop pass).
   void run(const std::atomic<bool>& stop) noexcept;
@@ -93,6 +100,7 @@ class Lcore {
   NeighStage* neigh_ = nullptr;
   std::vector<EndpointRing*> returns_;
   unsigned passes_ = 0;
+  unsigned return_lines_per_pass_ = 1;
   std::unique_ptr<StageLatency> latency_;  // null: stage timing off
 };
 

@@ -69,6 +69,38 @@ class Ring {
   [[nodiscard]] bool dequeue_bulk(T* objs, unsigned n) noexcept { return dequeue<true>(objs, n) == n; }
   [[nodiscard]] bool dequeue(T& obj) noexcept { return dequeue<true>(&obj, 1) == 1; }
 
+  // Single consumer, split receive for a consumer that must not wait on the producer's core:
+  // look_readable() reads the producer's tail (the one line that core keeps writing) and returns
+  // what is readable; read_ahead() then asks for the slot lines of what that look found, a few
+  // lines per call and without loading anything; readable_seen() says how much of it is left, and
+  // a dequeue of no more than that copies from lines already fetched, touching nothing shared but
+  // its own tail.
+  std::uint32_t look_readable() noexcept {
+    static_assert(kCons == Sync::kSingle, "the consumer-side cache is single-consumer state");
+    // A2, as in dequeue: the slots up to the tail seen here are filled and visible.
+    cons_.cached_prod = prod_.tail.load(std::memory_order_acquire);
+    return readable_seen();
+  }
+  std::uint32_t readable_seen() const noexcept {
+    static_assert(kCons == Sync::kSingle, "the consumer-side cache is single-consumer state");
+    return cons_.cached_prod - cons_.head.load(std::memory_order_relaxed);
+  }
+  void read_ahead(unsigned lines) noexcept {
+    static_assert(kCons == Sync::kSingle, "the consumer-side cache is single-consumer state");
+    constexpr std::uint32_t kPerLine = kCacheLine / sizeof(T) ? kCacheLine / sizeof(T) : 1;
+    const std::uint32_t head = cons_.head.load(std::memory_order_relaxed);
+    const std::uint32_t seen = cons_.cached_prod - head;
+    std::uint32_t ahead = cons_.read_ahead - head;
+    if (ahead > seen) ahead = 0;  // a dequeue went past the last read-ahead
+    for (unsigned l = 0; l < lines && ahead < seen; ++l) {
+      const std::uint32_t idx = (head + ahead) & mask_;
+      prefetch0(&slots_[idx]);
+      ahead += kPerLine - idx % kPerLine;
+    }
+    // A line only partly published is asked for again next time, with the rest of its elements.
+    cons_.read_ahead = head + (ahead < seen ? ahead : seen);
+  }
+
  private:
   explicit Ring(std::uint32_t capacity)
       : mask_(capacity - 1),
@@ -213,6 +245,7 @@ class Ring {
   struct alignas(kFalseSharingRange) Consumer {
     std::atomic<std::uint32_t> head{0};
     std::uint32_t cached_prod = 0;  // single-consumer only
+    std::uint32_t read_ahead = 0;   // single-consumer only: slots requested up to here
     alignas(kFalseSharingRange) std::atomic<std::uint32_t> tail{0};
   };
 

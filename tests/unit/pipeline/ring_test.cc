@@ -47,6 +47,37 @@ TEST(Ring, OrderSurvivesIndexWrapAroundTheSlots) {
   }
 }
 
+// The split receive (look, read ahead, take what was seen) never hands out more than the look
+// found, keeps order across the wrap, and a look is the only thing that sees new elements.
+TEST(Ring, SplitReceiveTakesOnlyWhatTheLookSaw) {
+  auto ring = std::move(SpscRing<std::uint64_t>::create(64)).value();
+  std::uint64_t next_in = 0, next_out = 0;
+  for (int round = 0; round < 500; ++round) {
+    std::uint64_t in[13];
+    for (auto& v : in) v = next_in++;
+    const unsigned queued = ring->enqueue_burst(in, 5 + round % 9);
+    next_in -= 13 - queued;
+    const std::uint32_t before = ring->readable_seen();
+    ring->read_ahead(3);
+    EXPECT_EQ(ring->readable_seen(), before) << "read_ahead only fetches lines";
+    const std::uint32_t seen = ring->look_readable();
+    ASSERT_EQ(seen, next_in - next_out);
+    // Take part of it, in odd sizes, then read ahead over the rest before the next round.
+    std::uint64_t out[64];
+    const unsigned take = seen == 0 ? 0 : seen / 2 + 1;
+    ASSERT_EQ(ring->dequeue_burst(out, take), take);
+    for (unsigned i = 0; i < take; ++i) ASSERT_EQ(out[i], next_out++);
+    EXPECT_EQ(ring->readable_seen(), seen - take);
+    ring->read_ahead(1);
+    ring->read_ahead(64);
+  }
+  std::uint64_t rest[64];
+  const unsigned left = ring->look_readable();
+  ASSERT_EQ(ring->dequeue_burst(rest, 64), left);
+  for (unsigned i = 0; i < left; ++i) ASSERT_EQ(rest[i], next_out++);
+  EXPECT_EQ(next_out, next_in);
+}
+
 template <typename RingT>
 void run_producers_consumers(unsigned producers, unsigned consumers) {
   constexpr std::uint64_t kPerProducer = 200000;
