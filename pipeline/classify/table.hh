@@ -17,6 +17,11 @@
 // given; ties keep config order. The first full match wins; when nothing matches, the table's
 // default applies (drop with DropReason::kNoMatch, or a catch-all endpoint).
 //
+// A burst is classified in one of two ways, with the same results. When the IPv4 exact keys are
+// all 3-tuples and their table fits in L1 (a server's few services), packet by packet, and a
+// packet with the same key as the one before reuses its probe. Otherwise in groups: keys and
+// hashes of a group first, prefetching their slots, then the compares.
+//
 // Rules match IP packets only (Mbuf::l3_type is IPv4 or IPv6). Ports are known only for UDP/TCP
 // packets whose L4 header parse found (first fragments and unfragmented packets); a rule naming a
 // port never matches a packet without one. VLAN rules look at the outer tag's VID.
@@ -128,6 +133,8 @@ class ClassifyTable {
   const RuleHit* match_view(const PacketView& v, std::uint32_t h5, std::uint32_t h3) const noexcept;
   const RuleHit* match_v4_exact(const PacketView& v) const noexcept;
   const RuleHit* check_candidates(std::uint32_t first, std::uint32_t count, const PacketView& v) const noexcept;
+  void classify_v4_3tuple(Mbuf* const* pkts, unsigned n) const noexcept;
+  void classify_grouped(Mbuf* const* pkts, unsigned n) const noexcept;
 
   Hash h5_, h3_;          // IPv6 exact keys
   Hash4 v4_5_, v4_3_;     // IPv4 exact keys
@@ -135,6 +142,8 @@ class ClassifyTable {
   std::vector<CompiledRule> cands_;   // hash candidates, grouped per slot
   std::vector<CompiledRule> wild_;
   TableDefault default_;
+  // The IPv4 exact keys are all 3-tuples and their table fits in L1: classify_v4_3tuple().
+  bool small_v4_3tuple_ = false;
 };
 
 }  // namespace rawpipe
