@@ -190,8 +190,9 @@ bool Pool::alloc_bulk(Mbuf** out, unsigned n) noexcept {
         return false;
       }
     }
-    for (unsigned i = 0; i < n; ++i) out[i] = c->objs[len - 1 - i];
+    // The top n in one block copy; which of them comes first in the burst does not matter.
     len -= n;
+    std::memcpy(out, &c->objs[len], n * sizeof(Mbuf*));
     c->len.store(len, std::memory_order_relaxed);
     // The next call most likely takes the buffers now on top of the cache. When a consumer on
     // another core freed them, their header lines are dirty in that core's cache: ask for them
