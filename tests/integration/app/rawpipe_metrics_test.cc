@@ -4,13 +4,9 @@
 // filter counters and the per-stage latency; the last scrape never exceeds the final summary.
 // Needs no privileges.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,54 +18,12 @@
 
 #include <nlohmann/json.hpp>
 
-extern char** environ;
+#include "tests/support/process.hh"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path build_dir() {
-  fs::path exe = fs::read_symlink("/proc/self/exe");
-  for (fs::path dir = exe.parent_path(); dir.has_relative_path(); dir = dir.parent_path())
-    if (fs::exists(dir / "meson-info" / "meson-info.json")) return dir;
-  return {};
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-pid_t spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
-  std::vector<std::string> a = args;
-  std::vector<char*> argv;
-  for (auto& s : a) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) pid = -1;
-  posix_spawn_file_actions_destroy(&fa);
-  return pid;
-}
-
-int wait_exit(pid_t pid, int timeout_s) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) != pid) {
-    if (std::chrono::steady_clock::now() > end) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+using namespace rawpipe::test;
 
 std::string http_get(std::uint16_t port, const std::string& path) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -103,7 +57,7 @@ double sum_of(const std::string& text, const std::string& name, const std::strin
 TEST(RawpipeOps, MetricsAndStatOfARunningPipelineWithAFilterPlugin) {
   const fs::path build = build_dir();
   ASSERT_FALSE(build.empty());
-  const fs::path bin = build / "apps" / "rawpipe" / "rawpipe";
+  const fs::path bin = rawpipe_binary();
   const fs::path plugin = build / "plugins" / "rawpipe_prefix_drop.so";
   ASSERT_TRUE(fs::exists(bin)) << bin;
   ASSERT_TRUE(fs::exists(plugin)) << plugin;
@@ -143,8 +97,8 @@ prefix = "this prefix never occurs"
 rx = ["gen:0"]
 )";
   const fs::path summary = tmp / "summary.json";
-  const pid_t pid = spawn({bin.string(), "run", config.string(), "--duration", "3", "--json", summary.string()},
-                          tmp / "out", tmp / "err");
+  const pid_t pid = start_process({bin.string(), "run", config.string(), "--duration", "3", "--json", summary.string()},
+                                  tmp / "out", tmp / "err");
   ASSERT_GT(pid, 0);
 
   // The bound port is printed at start.
@@ -175,7 +129,8 @@ rx = ["gen:0"]
   }
 
   // rawpipe stat by name: the JSON document and the text view.
-  ASSERT_EQ(wait_exit(spawn({bin.string(), "stat", name, "--json"}, tmp / "stat.json", tmp / "stat.err"), 20), 0)
+  ASSERT_EQ(wait_process(start_process({bin.string(), "stat", name, "--json"}, tmp / "stat.json", tmp / "stat.err"),
+                         {.timeout = std::chrono::seconds(20)}), 0)
       << slurp(tmp / "stat.err");
   const auto doc = nlohmann::json::parse(slurp(tmp / "stat.json"), nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << slurp(tmp / "stat.json");
@@ -188,12 +143,13 @@ rx = ["gen:0"]
   EXPECT_GT(doc["latency"]["stages"]["burst"]["samples"].get<std::uint64_t>(), 0u);
   EXPECT_GE(doc["latency"]["stages"]["burst"]["p99_ns"].get<std::uint64_t>(),
             doc["latency"]["stages"]["burst"]["p50_ns"].get<std::uint64_t>());
-  ASSERT_EQ(wait_exit(spawn({bin.string(), "stat", name, "--once"}, tmp / "stat.txt", tmp / "stat.err"), 20), 0);
+  ASSERT_EQ(wait_process(start_process({bin.string(), "stat", name, "--once"}, tmp / "stat.txt", tmp / "stat.err"),
+                         {.timeout = std::chrono::seconds(20)}), 0);
   const std::string view = slurp(tmp / "stat.txt");
   EXPECT_NE(view.find("latency per packet (one poll in 8 timed)"), std::string::npos) << view;
   EXPECT_NE(view.find("prefix_drop"), std::string::npos) << view;
 
-  ASSERT_EQ(wait_exit(pid, 60), 0) << slurp(tmp / "out") << slurp(tmp / "err");
+  ASSERT_EQ(wait_process(pid), 0) << slurp(tmp / "out") << slurp(tmp / "err");
   const auto fin = nlohmann::json::parse(slurp(summary), nullptr, false);
   ASSERT_FALSE(fin.is_discarded());
   EXPECT_LE(sum_of(metrics, "rawpipe_lcore_rx_packets_total"), fin["rx_packets"].get<double>());
@@ -205,7 +161,7 @@ rx = ["gen:0"]
 // consumer turns that into port-to-consumer latency, shown in the document and in /metrics.
 TEST(RawpipeOps, EndToEndLatencyFromKernelTimestamps) {
   const fs::path build = build_dir();
-  const fs::path bin = build / "apps" / "rawpipe" / "rawpipe";
+  const fs::path bin = rawpipe_binary();
   ASSERT_TRUE(fs::exists(bin)) << bin;
   // A free UDP port on loopback (released again for the pipeline's socket).
   const int probe = ::socket(AF_INET, SOCK_DGRAM, 0);
@@ -246,7 +202,7 @@ match = ["udp dst 127.0.0.1:)" + std::to_string(udp_port) + R"("]
 rx = ["sock:0"]
 idle_sleep_us = 50
 )";
-  const pid_t pid = spawn({bin.string(), "run", config.string(), "--duration", "3"}, tmp / "out", tmp / "err");
+  const pid_t pid = start_process({bin.string(), "run", config.string(), "--duration", "3"}, tmp / "out", tmp / "err");
   ASSERT_GT(pid, 0);
   std::uint16_t port = 0;
   const std::regex url("metrics: http://127\\.0\\.0\\.1:([0-9]+)/metrics");
@@ -267,7 +223,8 @@ idle_sleep_us = 50
   ::close(tx);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
 
-  ASSERT_EQ(wait_exit(spawn({bin.string(), "stat", name, "--json"}, tmp / "stat.json", tmp / "stat.err"), 20), 0)
+  ASSERT_EQ(wait_process(start_process({bin.string(), "stat", name, "--json"}, tmp / "stat.json", tmp / "stat.err"),
+                         {.timeout = std::chrono::seconds(20)}), 0)
       << slurp(tmp / "stat.err");
   const auto doc = nlohmann::json::parse(slurp(tmp / "stat.json"), nullptr, false);
   ASSERT_FALSE(doc.is_discarded());
@@ -281,7 +238,7 @@ idle_sleep_us = 50
   EXPECT_LT(e["latency"]["p50_ns"].get<std::uint64_t>(), 1000000000u);
   const std::string resp = http_get(port, "/metrics");
   EXPECT_GT(sum_of(resp, "rawpipe_endpoint_latency_seconds_count", "endpoint=\"md\""), 0) << resp;
-  EXPECT_EQ(wait_exit(pid, 60), 0) << slurp(tmp / "err");
+  EXPECT_EQ(wait_process(pid), 0) << slurp(tmp / "err");
   fs::remove_all(tmp);
 }
 

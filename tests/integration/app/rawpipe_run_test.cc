@@ -3,60 +3,26 @@
 // SIGINT, reject a bad config with file and line, answer --version. Needs no privileges.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <thread>
 
-extern char** environ;
+#include "tests/support/process.hh"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Dirs {
-  fs::path source, build;
-};
-
-// This test lives in <build>/tests/integration; meson-info in the build directory names the source.
-Dirs dirs() {
-  fs::path exe = fs::read_symlink("/proc/self/exe");
-  for (fs::path dir = exe.parent_path(); dir.has_relative_path(); dir = dir.parent_path()) {
-    fs::path info = dir / "meson-info" / "meson-info.json";
-    if (!fs::exists(info)) continue;
-    std::ifstream in(info);
-    auto j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_discarded()) break;
-    return {fs::path(j["directories"]["source"].get<std::string>()), dir};
-  }
-  return {};
-}
-
-struct Output {
-  int status = -1;  // exit code, or 128 + signal
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using namespace rawpipe::test;
 
 class RawpipeBinary : public ::testing::Test {
  protected:
   void SetUp() override {
-    d_ = dirs();
+    d_ = build_dirs();
     ASSERT_FALSE(d_.build.empty()) << "cannot find meson-info above this test";
-    bin_ = d_.build / "apps" / "rawpipe" / "rawpipe";
+    bin_ = rawpipe_binary();
     ASSERT_TRUE(fs::exists(bin_)) << bin_ << " is not built";
     tmp_ = fs::temp_directory_path() / ("rawpipe-app-test-" + std::to_string(getpid()) + "-" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -65,48 +31,9 @@ class RawpipeBinary : public ::testing::Test {
   void TearDown() override { fs::remove_all(tmp_); }
 
   // Runs rawpipe with args; when interrupt_after_ms >= 0 sends SIGINT after that long.
-  Output run(std::vector<std::string> args, int interrupt_after_ms = -1, int timeout_s = 60) {
-    std::vector<std::string> full = {bin_.string()};
-    full.insert(full.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : full) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const fs::path out = tmp_ / "stdout", err = tmp_ / "stderr";
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid;
-    Output o;
-    int rc = posix_spawn(&pid, bin_.c_str(), &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-      o.err = "posix_spawn failed";
-      return o;
-    }
-    const auto start = std::chrono::steady_clock::now();
-    bool interrupted = false;
-    int status = 0;
-    for (;;) {
-      pid_t r = waitpid(pid, &status, WNOHANG);
-      if (r == pid) break;
-      auto elapsed = std::chrono::steady_clock::now() - start;
-      if (!interrupted && interrupt_after_ms >= 0 && elapsed > std::chrono::milliseconds(interrupt_after_ms)) {
-        kill(pid, SIGINT);
-        interrupted = true;
-      }
-      if (elapsed > std::chrono::seconds(timeout_s)) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        ADD_FAILURE() << "rawpipe did not finish within " << timeout_s << " s";
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    o.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    o.out = slurp(out);
-    o.err = slurp(err);
-    return o;
+  ProcessOutput run(std::vector<std::string> args, int interrupt_after_ms = -1) {
+    args.insert(args.begin(), bin_.string());
+    return run_process(args, tmp_, {.interrupt_after = std::chrono::milliseconds(interrupt_after_ms)});
   }
 
   nlohmann::json read_json(const fs::path& p) {
@@ -130,13 +57,13 @@ class RawpipeBinary : public ::testing::Test {
     EXPECT_TRUE(j["ok"].get<bool>());
   }
 
-  Dirs d_;
+  BuildDirs d_;
   fs::path bin_, tmp_;
 };
 
 TEST_F(RawpipeBinary, DefaultConfigRunsForASecondAndBalances) {
   const fs::path json = tmp_ / "summary.json";
-  Output o = run({"run", (d_.source / "configs" / "default.toml").string(), "--duration", "1", "--json", json.string()});
+  ProcessOutput o = run({"run", (d_.source / "configs" / "default.toml").string(), "--duration", "1", "--json", json.string()});
   ASSERT_EQ(o.status, 0) << o.out << o.err;
   EXPECT_NE(o.out.find("pool rx: "), std::string::npos) << o.out;  // the memory notice
   EXPECT_NE(o.out.find("port synth0 rx queue 0: synth generator"), std::string::npos) << o.out;  // path report
@@ -181,7 +108,7 @@ action = "sink"
 rx = ["s:0"]
 )";
   const fs::path json = tmp_ / "exact.json";
-  Output o = run({"run", cfg.string(), "--duration", "1", "--json", json.string()});
+  ProcessOutput o = run({"run", cfg.string(), "--duration", "1", "--json", json.string()});
   ASSERT_EQ(o.status, 0) << o.out << o.err;
   auto j = read_json(json);
   expect_balanced(j);
@@ -200,7 +127,7 @@ rx = ["s:0"]
 
 TEST_F(RawpipeBinary, SigintStopsCleanly) {
   const fs::path json = tmp_ / "sigint.json";
-  Output o = run({"run", (d_.source / "configs" / "imix-malformed.toml").string(), "--json", json.string()}, 1500);
+  ProcessOutput o = run({"run", (d_.source / "configs" / "imix-malformed.toml").string(), "--json", json.string()}, 1500);
   ASSERT_EQ(o.status, 0) << o.out << o.err;
   EXPECT_NE(o.out.find("[    1.0s] rx "), std::string::npos) << o.out;  // one live line
   auto j = read_json(json);
@@ -213,14 +140,14 @@ TEST_F(RawpipeBinary, CheckAcceptsEverySampleAndRejectsABadConfig) {
   for (const char* name : {"default.toml", "bench-synth.toml", "imix-malformed.toml", "multi-lcore.toml"}) {
     // The samples other than default.toml pin threads to CPUs 0 and 1.
     if (std::thread::hardware_concurrency() < 2 && std::string(name) != "default.toml") continue;
-    Output o = run({"check", (d_.source / "configs" / name).string()});
+    ProcessOutput o = run({"check", (d_.source / "configs" / name).string()});
     EXPECT_EQ(o.status, 0) << name << "\n" << o.out << o.err;
     EXPECT_NE(o.out.find(": valid"), std::string::npos) << o.out;
   }
   const fs::path bad = tmp_ / "bad.toml";
   std::ofstream(bad) << "[[pools]]\nname = \"rx\"\n[[ports]]\nname = \"p\"\npmd = \"synth\"\nrx_ring_size = 1000\n"
                         "[[lcores]]\nrx = [\"p:0\"]\n";
-  Output o = run({"check", bad.string()});
+  ProcessOutput o = run({"check", bad.string()});
   EXPECT_EQ(o.status, 1);
   EXPECT_EQ(o.err, "rawpipe: " + bad.string() +
                        ":6: ports[0] 'p': key 'rx_ring_size': expected a power of two from 1 to 1048576, got 1000 "
@@ -228,17 +155,17 @@ TEST_F(RawpipeBinary, CheckAcceptsEverySampleAndRejectsABadConfig) {
 }
 
 TEST_F(RawpipeBinary, VersionHelpAndDrivers) {
-  Output v = run({"--version"});
+  ProcessOutput v = run({"--version"});
   EXPECT_EQ(v.status, 0);
   EXPECT_EQ(v.out, "rawpipe 0.1.0\n");
-  Output h = run({"--help"});
+  ProcessOutput h = run({"--help"});
   EXPECT_EQ(h.status, 0);
   EXPECT_NE(h.out.find("run"), std::string::npos);
   EXPECT_NE(h.out.find("check"), std::string::npos);
-  Output l = run({"list-pmds"});
+  ProcessOutput l = run({"list-pmds"});
   EXPECT_EQ(l.status, 0);
   EXPECT_EQ(l.out.rfind("synth ", 0), 0u) << l.out;
-  Output none = run({});
+  ProcessOutput none = run({});
   EXPECT_NE(none.status, 0);  // a subcommand is required
 }
 

@@ -4,79 +4,20 @@
 // Needs no privileges; skips when tshark is not installed.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
-extern char** environ;
+#include "tests/support/process.hh"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path build_dir() {
-  fs::path exe = fs::read_symlink("/proc/self/exe");
-  for (fs::path dir = exe.parent_path(); dir.has_relative_path(); dir = dir.parent_path())
-    if (fs::exists(dir / "meson-info" / "meson-info.json")) return dir;
-  return {};
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct Output {
-  int status = -1;
-  std::string out, err;
-};
-
-// Runs argv[0] (a path) with a time limit; stdout and stderr go through files in `tmp`.
-Output run(const std::vector<std::string>& args, const fs::path& tmp, int timeout_s = 60) {
-  std::vector<std::string> full = args;
-  std::vector<char*> argv;
-  for (auto& a : full) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const fs::path out = tmp / "stdout", err = tmp / "stderr";
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid;
-  Output o;
-  int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    o.err = "posix_spawn failed: " + std::string(std::strerror(rc));
-    return o;
-  }
-  const auto start = std::chrono::steady_clock::now();
-  int status = 0;
-  for (;;) {
-    if (waitpid(pid, &status, WNOHANG) == pid) break;
-    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(timeout_s)) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      ADD_FAILURE() << args[0] << " did not finish within " << timeout_s << " s";
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  o.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  o.out = slurp(out);
-  o.err = slurp(err);
-  return o;
-}
+using namespace rawpipe::test;
 
 bool have_tshark() { return system("tshark --version >/dev/null 2>&1") == 0; }
 
@@ -86,7 +27,7 @@ class TapsApp : public ::testing::Test {
     if (!have_tshark()) GTEST_SKIP() << "tshark is not installed (Debian package tshark)";
     fs::path build = build_dir();
     ASSERT_FALSE(build.empty()) << "cannot find meson-info above this test";
-    bin_ = build / "apps" / "rawpipe" / "rawpipe";
+    bin_ = rawpipe_binary();
     ASSERT_TRUE(fs::exists(bin_)) << bin_ << " is not built";
     tmp_ = fs::temp_directory_path() / ("rawpipe-taps-app-" + std::to_string(getpid()));
     fs::create_directories(tmp_);
@@ -104,7 +45,7 @@ class TapsApp : public ::testing::Test {
     }
     fs::path sub = tmp_ / "tshark";
     fs::create_directories(sub);
-    Output o = run(args, sub);
+    ProcessOutput o = run_process(args, sub);
     EXPECT_EQ(o.status, 0) << file << ": " << o.err;
     EXPECT_EQ(o.err.find("appears to have been cut short"), std::string::npos) << o.err;
     std::uint64_t n = 0;
@@ -116,7 +57,7 @@ class TapsApp : public ::testing::Test {
   nlohmann::json run_config(const std::string& text, const std::string& name) {
     const fs::path cfg = tmp_ / (name + ".toml"), json = tmp_ / (name + ".json");
     std::ofstream(cfg) << text;
-    Output o = run({bin_.string(), "run", cfg.string(), "--duration", "1.5", "--json", json.string()}, tmp_);
+    ProcessOutput o = run_process({bin_.string(), "run", cfg.string(), "--duration", "1.5", "--json", json.string()}, tmp_);
     EXPECT_EQ(o.status, 0) << o.out << o.err;
     auto j = nlohmann::json::parse(slurp(json), nullptr, false);
     EXPECT_FALSE(j.is_discarded()) << o.out << o.err;

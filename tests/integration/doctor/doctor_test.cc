@@ -7,9 +7,6 @@
 // Needs root for the namespaces; skips with the reason otherwise.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -20,34 +17,15 @@
 
 #include "pipeline/buf/mbuf.hh"
 #include "tests/support/netns.hh"
-
-extern char** environ;
+#include "tests/support/process.hh"
 
 namespace {
 
 namespace fs = std::filesystem;
+using namespace rawpipe::test;
 using rawpipe::test::NetNs;
 using rawpipe::test::VethEnd;
 using rawpipe::test::VethPair;
-
-fs::path build_dir() {
-  fs::path exe = fs::read_symlink("/proc/self/exe");
-  for (fs::path dir = exe.parent_path(); dir.has_relative_path(); dir = dir.parent_path())
-    if (fs::exists(dir / "meson-info" / "meson-info.json")) return dir;
-  return {};
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct Output {
-  int status = -1;
-  std::string out, err;
-};
 
 class Doctor : public ::testing::Test {
  protected:
@@ -55,7 +33,7 @@ class Doctor : public ::testing::Test {
     if (auto why = rawpipe::test::netns_unavailable_reason()) GTEST_SKIP() << *why;
     const fs::path build = build_dir();
     ASSERT_FALSE(build.empty()) << "cannot find meson-info above this test";
-    bin_ = build / "apps" / "rawpipe" / "rawpipe";
+    bin_ = rawpipe_binary();
     ASSERT_TRUE(fs::exists(bin_)) << bin_ << " is not built";
     tmp_ = fs::temp_directory_path() / ("rawpipe-doctor-test-" + std::to_string(getpid()));
     fs::create_directories(tmp_);
@@ -65,40 +43,8 @@ class Doctor : public ::testing::Test {
     if (!tmp_.empty()) fs::remove_all(tmp_);
   }
 
-  // Runs argv (argv[0] is a path or is looked up in PATH), waiting at most timeout_s.
-  Output spawn(std::vector<std::string> args, int timeout_s = 60) {
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const fs::path out = tmp_ / "stdout", err = tmp_ / "stderr";
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid;
-    Output o;
-    int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-      o.err = "posix_spawn failed";
-      return o;
-    }
-    const auto start = std::chrono::steady_clock::now();
-    int status = 0;
-    while (waitpid(pid, &status, WNOHANG) != pid) {
-      if (std::chrono::steady_clock::now() - start > std::chrono::seconds(timeout_s)) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        ADD_FAILURE() << args[0] << " did not finish within " << timeout_s << " s";
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    o.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    o.out = slurp(out);
-    o.err = slurp(err);
-    return o;
-  }
+  // Runs argv (argv[0] a path or looked up in PATH) with its output in the test's directory.
+  ProcessOutput spawn(const std::vector<std::string>& argv) { return run_process(argv, tmp_); }
 
   fs::path config(const std::string& pmd, const std::string& interface, unsigned buf_size = 2048,
                   const std::string& port_keys = "") {
@@ -116,7 +62,7 @@ class Doctor : public ::testing::Test {
   nlohmann::json doctor(const fs::path& cfg, std::vector<std::string> prefix, int expect_status) {
     prefix.push_back(bin_.string());
     prefix.insert(prefix.end(), {"doctor", cfg.string(), "--json"});
-    Output o = spawn(prefix);
+    ProcessOutput o = spawn(prefix);
     EXPECT_EQ(o.status, expect_status) << o.out << o.err;
     auto j = nlohmann::json::parse(o.out, nullptr, false);
     EXPECT_FALSE(j.is_discarded()) << "not JSON:\n" << o.out << o.err;
@@ -238,8 +184,8 @@ TEST_F(DoctorVeth, GoodSetupExitsZeroAndRunsOnThePredictedPath) {
   EXPECT_EQ((*path)["detail"], "AF_XDP on " + ifname + " queue 0: XDP native, copy mode (driver veth has no zero-copy)");
   // rawpipe run prints the path the port really took at startup: the same driver and modes.
   const fs::path summary = tmp_ / "summary.json";
-  Output run = spawn({"ip", "netns", "exec", ns_->name(), bin_.string(), "run", cfg.string(), "--duration", "0.5",
-                      "--json", summary.string()});
+  ProcessOutput run = spawn({"ip", "netns", "exec", ns_->name(), bin_.string(), "run", cfg.string(), "--duration",
+                             "0.5", "--json", summary.string()});
   ASSERT_EQ(run.status, 0) << run.out << run.err;
   EXPECT_NE(run.out.find("af_xdp " + ifname + " queue 0: XDP native"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("copy mode"), std::string::npos) << run.out;
@@ -263,14 +209,14 @@ TEST_F(DoctorVeth, NativeXdpMtuLimitMatchesTheKernel) {
   ASSERT_NE(f, nullptr) << j.dump(2);
   EXPECT_EQ((*f)["level"], "FAIL");
   EXPECT_EQ((*f)["fix"], "sudo ip link set dev " + ifname + " mtu 3506, or set attach = \"auto\" to accept generic XDP");
-  Output refused = spawn({"ip", "netns", "exec", ns_->name(), bin_.string(), "run", cfg.string(), "--duration", "0.2"});
+  ProcessOutput refused = spawn({"ip", "netns", "exec", ns_->name(), bin_.string(), "run", cfg.string(), "--duration", "0.2"});
   EXPECT_NE(refused.status, 0) << refused.out << refused.err;
 
   ASSERT_TRUE(veth_->exec_a({"ip", "link", "set", "dev", ifname, "mtu", "3506"}));
   ASSERT_TRUE(veth_->exec_b({"ip", "link", "set", "dev", veth_->b().name, "mtu", "3506"}));
   auto ok = doctor(cfg, {"ip", "netns", "exec", ns_->name()}, 0);
   EXPECT_TRUE(ok["can_run"].get<bool>()) << ok.dump(2);
-  Output ran = spawn({"ip", "netns", "exec", ns_->name(), bin_.string(), "run", cfg.string(), "--duration", "0.2"});
+  ProcessOutput ran = spawn({"ip", "netns", "exec", ns_->name(), bin_.string(), "run", cfg.string(), "--duration", "0.2"});
   EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
   EXPECT_NE(ran.out.find("XDP native"), std::string::npos) << ran.out;
 }

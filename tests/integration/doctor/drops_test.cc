@@ -18,24 +18,19 @@
 #include <thread>
 
 #include "tests/support/netns.hh"
+#include "tests/support/process.hh"
 
 namespace {
 
 namespace fs = std::filesystem;
+using rawpipe::test::rawpipe_binary;
 using rawpipe::test::NetNs;
 using rawpipe::test::VethEnd;
 using rawpipe::test::VethPair;
 
-fs::path build_dir() {
-  fs::path exe = fs::read_symlink("/proc/self/exe");
-  for (fs::path dir = exe.parent_path(); dir.has_relative_path(); dir = dir.parent_path())
-    if (fs::exists(dir / "meson-info" / "meson-info.json")) return dir;
-  return {};
-}
-
 TEST(DropTree, KernelRingOverflowIsAttributedToThePort) {
   if (auto why = rawpipe::test::netns_unavailable_reason()) GTEST_SKIP() << *why;
-  const fs::path bin = build_dir() / "apps" / "rawpipe" / "rawpipe";
+  const fs::path bin = rawpipe_binary();
   ASSERT_TRUE(fs::exists(bin)) << bin << " is not built";
   auto rx_ns = NetNs::create("rpdrx");
   ASSERT_TRUE(rx_ns) << rx_ns.message();

@@ -7,11 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <arpa/inet.h>
 #include <linux/capability.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <pwd.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -27,28 +24,14 @@
 #include "pipeline/ops/shm_stats.hh"
 #include "pipeline/privilege/drop.hh"
 #include "tests/support/netns.hh"
-
-extern char** environ;
+#include "tests/support/process.hh"
 
 namespace rawpipe {
 namespace {
 
 namespace fs = std::filesystem;
 using privilege::read_task_creds;
-
-fs::path build_dir() {
-  fs::path exe = fs::read_symlink("/proc/self/exe");
-  for (fs::path dir = exe.parent_path(); dir.has_relative_path(); dir = dir.parent_path())
-    if (fs::exists(dir / "meson-info" / "meson-info.json")) return dir;
-  return {};
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using namespace rawpipe::test;
 
 class PrivilegeRun : public ::testing::Test {
  protected:
@@ -58,7 +41,7 @@ class PrivilegeRun : public ::testing::Test {
     if (!pw) GTEST_SKIP() << "this host has no user 'nobody'";
     nobody_uid_ = pw->pw_uid;
     nobody_gid_ = pw->pw_gid;
-    bin_ = build_dir() / "apps" / "rawpipe" / "rawpipe";
+    bin_ = rawpipe_binary();
     ASSERT_TRUE(fs::exists(bin_)) << bin_ << " is not built";
     tmp_ = fs::temp_directory_path() / ("rawpipe-priv-" + std::to_string(getpid()) + "-" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -77,21 +60,7 @@ class PrivilegeRun : public ::testing::Test {
     }
   }
 
-  pid_t spawn(const std::vector<std::string>& args) {
-    std::vector<std::string> full = args;
-    std::vector<char*> argv;
-    for (auto& a : full) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, (tmp_ / "stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, (tmp_ / "stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = -1;
-    int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    EXPECT_EQ(rc, 0) << "posix_spawn " << args[0];
-    return rc == 0 ? pid : -1;
-  }
+  pid_t spawn(const std::vector<std::string>& args) { return start_process(args, tmp_ / "stdout", tmp_ / "stderr"); }
 
   std::string out() { return slurp(tmp_ / "stdout") + slurp(tmp_ / "stderr"); }
 
@@ -142,17 +111,7 @@ class PrivilegeRun : public ::testing::Test {
     return j["total"]["rx_packets"].get<std::uint64_t>();
   }
 
-  int wait_exit(pid_t pid) {
-    int st = 0;
-    for (int i = 0; i < 3000; ++i) {
-      if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    ADD_FAILURE() << "rawpipe did not exit";
-    return -1;
-  }
+  int wait_exit(pid_t pid) { return wait_process(pid, {.timeout = std::chrono::seconds(30)}); }
 
   void expect_balanced(const fs::path& json) {
     std::ifstream in(json);
@@ -321,7 +280,7 @@ TEST_F(PrivilegeRun, MissingUserFailsBeforeSetup) {
 // Nothing starts half-configured: a config the loader rejects, and one whose port cannot open,
 // both end the run with a non-zero status before the stats segment exists. Needs no privileges.
 TEST(PrivilegeBadConfig, StartsNothing) {
-  const fs::path bin = build_dir() / "apps" / "rawpipe" / "rawpipe";
+  const fs::path bin = rawpipe_binary();
   ASSERT_TRUE(fs::exists(bin)) << bin;
   const fs::path tmp = fs::temp_directory_path() / ("rawpipe-priv-bad-" + std::to_string(getpid()));
   fs::create_directories(tmp);
@@ -340,19 +299,11 @@ TEST(PrivilegeBadConfig, StartsNothing) {
     SCOPED_TRACE(c.name);
     const fs::path cfg = tmp / (std::string(c.name) + ".toml");
     std::ofstream(cfg) << base << c.port;
-    std::vector<char*> argv = {const_cast<char*>(bin.c_str()), const_cast<char*>("run"),
-                               const_cast<char*>(cfg.c_str()), nullptr};
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, (tmp / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, (tmp / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = -1;
-    ASSERT_EQ(posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    const pid_t pid = start_process({bin.string(), "run", cfg.string()}, tmp / "out", tmp / "err");
+    ASSERT_GT(pid, 0);
+    const int status = wait_process(pid);
     const std::string out = slurp(tmp / "out") + slurp(tmp / "err");
-    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) != 0) << out;
+    EXPECT_TRUE(status > 0 && status < 128) << status << "\n" << out;
     EXPECT_NE(out.find(c.says), std::string::npos) << out;
     EXPECT_EQ(out.find("running for"), std::string::npos) << out;
     EXPECT_FALSE(fs::exists(ops::shm_stats_path(pid))) << "a stats segment outlived a failed start";

@@ -1,7 +1,6 @@
 // Every sample config in configs/ loads and validates (what `rawpipe check` does), so the shipped
 // configs cannot rot as keys and rules change.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <filesystem>
@@ -10,29 +9,15 @@
 
 #include "pipeline/config/loader.hh"
 #include "pmd/registry.hh"
+#include "tests/support/build_tree.hh"
 
 namespace rawpipe {
 namespace {
 
 namespace fs = std::filesystem;
 
-// The source tree, found from this executable's build directory (build/tests/unit/<exe>), whose
-// meson-info names it; works whatever directory the test runs in.
-fs::path source_root() {
-  fs::path exe = fs::read_symlink("/proc/self/exe");
-  for (fs::path dir = exe.parent_path(); dir.has_relative_path(); dir = dir.parent_path()) {
-    fs::path info = dir / "meson-info" / "meson-info.json";
-    if (!fs::exists(info)) continue;
-    std::ifstream in(info);
-    auto j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_discarded()) return {};
-    return fs::path(j["directories"]["source"].get<std::string>());
-  }
-  return {};
-}
-
 TEST(SampleConfigs, EveryConfigValidates) {
-  fs::path root = source_root();
+  fs::path root = rawpipe::test::source_dir();
   ASSERT_FALSE(root.empty()) << "cannot find meson-info above " << fs::read_symlink("/proc/self/exe");
   LoadOptions options;
   options.find_pmd = &find_pmd;
@@ -59,7 +44,7 @@ TEST(SampleConfigs, EveryKeyIsCommented) {
   // "Every key commented": each key line is preceded, within its table, by a comment line that is
   // not separated from it by a blank line or a table header. Keys in a run of consecutive keys
   // share the comment above the run.
-  fs::path root = source_root();
+  fs::path root = rawpipe::test::source_dir();
   ASSERT_FALSE(root.empty());
   for (const auto& entry : fs::directory_iterator(root / "configs")) {
     if (entry.path().extension() != ".toml") continue;

@@ -4,7 +4,6 @@
 // duplicate names, dangling references, an lcore CPU beyond the machine. A last test makes sure
 // every key used in configs/*.toml has a row here, so a new key cannot skip the matrix.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -15,6 +14,7 @@
 
 #include "pipeline/config/loader.hh"
 #include "pmd/registry.hh"
+#include "tests/support/build_tree.hh"
 
 namespace rawpipe {
 namespace {
@@ -451,21 +451,8 @@ TEST(MalformedMatrix, LcoreCpuBeyondTheMachine) {
 }
 
 // Every key a sample config uses has a row above (so a new key has to bring its own).
-fs::path source_root() {
-  fs::path exe = fs::read_symlink("/proc/self/exe");
-  for (fs::path dir = exe.parent_path(); dir.has_relative_path(); dir = dir.parent_path()) {
-    fs::path info = dir / "meson-info" / "meson-info.json";
-    if (!fs::exists(info)) continue;
-    std::ifstream in(info);
-    auto j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_discarded()) return {};
-    return fs::path(j["directories"]["source"].get<std::string>());
-  }
-  return {};
-}
-
 TEST(MalformedMatrix, EverySampleConfigKeyHasARow) {
-  const fs::path root = source_root();
+  const fs::path root = rawpipe::test::source_dir();
   ASSERT_FALSE(root.empty());
   std::map<std::string, Sec> sections = {{"run", Sec::kRun},
                                          {"pools", Sec::kPool},
