@@ -221,8 +221,8 @@ bool is_pure(const std::vector<CompiledRule>& cands, Level level) {
   return cands.size() == 1 && exact_src && !c0.has_vlan && !c0.has_ingress;
 }
 
-// A table this size (8 KiB of Slot4) stays in L1 while it is used: a probe costs no miss, so
-// there is nothing for the grouped prefetching of classify_grouped() to hide.
+// A table this size (8 KiB of Slot4, 16 KiB of Slot) stays in L1 while it is used: a probe costs
+// no miss, so there is nothing for the grouped prefetching of classify_grouped() to hide.
 constexpr std::size_t kSmallTableSlots = 256;
 
 std::size_t table_capacity(std::size_t keys) { return std::bit_ceil(std::max<std::size_t>(16, 2 * keys)); }
@@ -299,7 +299,25 @@ Result<std::unique_ptr<ClassifyTable>> ClassifyTable::build(const std::vector<Ta
       h.rules += cands.size();
     }
   }
-  t->small_v4_3tuple_ = t->v4_5_.rules == 0 && t->v4_3_.rules != 0 && t->v4_3_.slots.size() <= kSmallTableSlots;
+  // What an IPv4 packet with ports is compared on, over every rule that can match one: a 5-tuple
+  // rule makes every source relevant, and then the memo of classify_v4_memo() would rarely hit.
+  auto widen = [&t](const CompiledRule& r) {
+    if (r.family == static_cast<std::uint8_t>(L3Type::kIpv6)) return;
+    t->v4_relevant_.dst |= static_cast<std::uint32_t>(r.dst_mask[0]);
+    t->v4_relevant_.src |= static_cast<std::uint32_t>(r.src_mask[0]);
+    t->v4_relevant_.ports |= raw_ports(r.has_sport ? 0xffff : 0, r.has_dport ? 0xffff : 0);
+    if (r.has_vlan) t->v4_relevant_.vlan = 0x1fff;
+    if (r.has_ingress) t->v4_relevant_.ingress = 0xffff;
+  };
+  for (const CompiledRule& r : t->cands_) widen(r);
+  for (const CompiledRule& r : t->wild_) widen(r);
+  V4Relevance& rel = t->v4_relevant_;
+  rel.wide = rel.src != 0 || (rel.ports & 0xffff) != 0 || rel.vlan != 0 || rel.ingress != 0;
+  rel.key3 = v4_key3(rel.dst, rel.ports, 0xff);
+  // IPv6 packets take the full lookup on that path, without prefetching: fine while their tables
+  // are small too.
+  t->memo_v4_ = t->v4_5_.rules == 0 && t->v4_3_.slots.size() <= kSmallTableSlots &&
+                t->h5_.slots.size() + t->h3_.slots.size() <= kSmallTableSlots;
   return t;
 }
 
@@ -429,42 +447,82 @@ enum class Pass : std::uint8_t {
 }  // namespace
 
 void ClassifyTable::classify_burst(Mbuf* const* pkts, unsigned n) const noexcept {
-  if (small_v4_3tuple_)
-    classify_v4_3tuple(pkts, n);
+  if (memo_v4_ && v4_relevant_.wide)
+    classify_v4_memo<true>(pkts, n);
+  else if (memo_v4_)
+    classify_v4_memo<false>(pkts, n);
   else
     classify_grouped(pkts, n);
 }
 
-// The commonest server table: a few IPv4 3-tuple rules (each a UDP/TCP service), traffic from many
-// sources to them. Consecutive packets to the same service share the key, so the probe is skipped
-// while the key repeats; anything the 3-tuple slot does not settle takes the full lookup.
-void ClassifyTable::classify_v4_3tuple(Mbuf* const* pkts, unsigned n) const noexcept {
+// The result for an IPv4 packet with ports whose relevant fields did not repeat: the 3-tuple slot
+// when it settles it, else the full lookup. Out of line, so the loop around it keeps its state in
+// registers.
+__attribute__((noinline)) const RuleHit* ClassifyTable::resolve_v4(const Mbuf* m, std::uint64_t key3) const noexcept {
+  if (v4_3_.rules) {
+    const Slot4* s = find_slot4(v4_3_.slots, v4_3_.mask, key3, 0, v4_hash3(key3));
+    if (s && s->pure) return &cands_[s->first].hit;
+    if (s) return lookup(m);  // candidates beyond the key
+  }
+  return wild_.empty() ? nullptr : lookup(m);
+}
+
+// A server's table: a few IPv4 3-tuple rules (each a UDP/TCP service) and wildcards such as
+// "udp dst *:5000", traffic from many sources to them. Only the fields some rule examines decide a
+// packet's result (v4_relevant_), so a packet whose relevant fields equal the previous packet's
+// gets the previous result without a lookup; with 1024 sources to one service every packet after
+// the first in a burst does. Anything else (IPv6, no ports) takes the full lookup.
+//
+// Narrow tables (no rule looks at the source, the VLAN or the ingress port; the usual case) key
+// the memo on the 3-tuple key word itself, masked; wide ones on three words.
+template <bool kWide>
+void ClassifyTable::classify_v4_memo(Mbuf* const* pkts, unsigned n) const noexcept {
   const std::uint8_t no_match = default_.endpoint == Mbuf::kNoEndpoint ? static_cast<std::uint8_t>(DropReason::kNoMatch) : 0;
-  // No packet has this key: bits 40-47 of a 3-tuple key are always zero.
-  std::uint64_t last_key = ~std::uint64_t{0};
-  const Slot4* last_slot = nullptr;
+  const V4Relevance rel = v4_relevant_;
+  // No packet has these keys: bits 40-47 of a 3-tuple key and bits 53-63 of a wide key's second
+  // word are always zero.
+  std::uint64_t last_k0 = ~std::uint64_t{0}, last_k1 = ~std::uint64_t{0}, last_k2 = 0;
+  const RuleHit* last_hit = nullptr;
   for (unsigned i = 0; i < n; ++i) {
     Mbuf* m = pkts[i];
     if (m->drop_reason != 0) [[unlikely]]
       continue;
     const std::uint8_t proto = m->l4_proto;
+    const RuleHit* r;
     if (m->l3_type == L3Type::kIpv4 && m->l4_off != 0 && m->frag_off == 0 && (proto == kProtoUdp || proto == kProtoTcp))
         [[likely]] {
       const std::uint8_t* d = m->data();
       std::uint32_t dst, ports;
       std::memcpy(&dst, d + m->l3_off + 16, 4);
       std::memcpy(&ports, d + m->l4_off, 4);
-      const std::uint64_t key = v4_key3(dst, ports, proto);
-      if (key != last_key) {
-        last_key = key;
-        last_slot = find_slot4(v4_3_.slots, v4_3_.mask, key, 0, v4_hash3(key));
+      const std::uint64_t key3 = v4_key3(dst, ports, proto);
+      bool same;
+      std::uint64_t k0, k1 = 0, k2 = 0;
+      if constexpr (kWide) {
+        std::uint32_t src;
+        std::memcpy(&src, d + m->l3_off + 12, 4);
+        const std::uint64_t vlan = m->vlan_count != 0 ? (m->vlan_tci[0] & wire::kVlanVidMask) | 0x1000u : 0;
+        k0 = (dst & rel.dst) | std::uint64_t{src & rel.src} << 32;
+        k1 = (ports & rel.ports) | std::uint64_t{proto} << 32 | (vlan & rel.vlan) << 40;
+        k2 = m->port & rel.ingress;
+        same = ((k0 ^ last_k0) | (k1 ^ last_k1) | (k2 ^ last_k2)) == 0;
+      } else {
+        k0 = key3 & rel.key3;
+        same = k0 == last_k0;
       }
-      if (last_slot && last_slot->pure) [[likely]] {
-        assign_hit(m, last_slot->endpoint, last_slot->tagged, last_slot->flow_tag);
-        continue;
+      if (same) [[likely]] {
+        r = last_hit;
+      } else {
+        r = resolve_v4(m, key3);
+        last_k0 = k0;
+        last_k1 = k1;
+        last_k2 = k2;
+        last_hit = r;
       }
+    } else {
+      r = lookup(m);
     }
-    if (const RuleHit* r = lookup(m)) {
+    if (r) {
       assign_hit(m, r->endpoint, r->flow_tag != 0, r->flow_tag);
     } else {
       m->endpoint = default_.endpoint;

@@ -17,10 +17,11 @@
 // given; ties keep config order. The first full match wins; when nothing matches, the table's
 // default applies (drop with DropReason::kNoMatch, or a catch-all endpoint).
 //
-// A burst is classified in one of two ways, with the same results. When the IPv4 exact keys are
-// all 3-tuples and their table fits in L1 (a server's few services), packet by packet, and a
-// packet with the same key as the one before reuses its probe. Otherwise in groups: keys and
-// hashes of a group first, prefetching their slots, then the compares.
+// A burst is classified in one of two ways, with the same results. When there are no IPv4 5-tuple
+// keys and the 3-tuple ones fit in L1 (a server's few services, wildcards such as "udp dst
+// *:5000"), packet by packet, and an IPv4 packet whose fields that any rule examines equal the
+// previous packet's takes its result without a lookup. Otherwise in groups: keys and hashes of a
+// group first, prefetching their slots, then the compares.
 //
 // Rules match IP packets only (Mbuf::l3_type is IPv4 or IPv6). Ports are known only for UDP/TCP
 // packets whose L4 header parse found (first fragments and unfragmented packets); a rule naming a
@@ -133,7 +134,9 @@ class ClassifyTable {
   const RuleHit* match_view(const PacketView& v, std::uint32_t h5, std::uint32_t h3) const noexcept;
   const RuleHit* match_v4_exact(const PacketView& v) const noexcept;
   const RuleHit* check_candidates(std::uint32_t first, std::uint32_t count, const PacketView& v) const noexcept;
-  void classify_v4_3tuple(Mbuf* const* pkts, unsigned n) const noexcept;
+  template <bool kWide>
+  void classify_v4_memo(Mbuf* const* pkts, unsigned n) const noexcept;
+  const RuleHit* resolve_v4(const Mbuf* m, std::uint64_t key3) const noexcept;
   void classify_grouped(Mbuf* const* pkts, unsigned n) const noexcept;
 
   Hash h5_, h3_;          // IPv6 exact keys
@@ -142,8 +145,18 @@ class ClassifyTable {
   std::vector<CompiledRule> cands_;   // hash candidates, grouped per slot
   std::vector<CompiledRule> wild_;
   TableDefault default_;
-  // The IPv4 exact keys are all 3-tuples and their table fits in L1: classify_v4_3tuple().
-  bool small_v4_3tuple_ = false;
+  // Masks over an IPv4 packet's fields (in classify_v4_memo()'s key layout) that some rule compares.
+  struct V4Relevance {
+    std::uint32_t dst = 0, src = 0;
+    std::uint32_t ports = 0;  // as the two port fields load from the packet
+    std::uint64_t vlan = 0;   // 0x1fff: the outer VID and whether there is a tag
+    std::uint16_t ingress = 0;
+    bool wide = false;       // some rule looks at the source, the VLAN or the ingress port
+    std::uint64_t key3 = 0;  // when not wide: the relevant bits of a 3-tuple key word
+  };
+  V4Relevance v4_relevant_;
+  // No IPv4 5-tuple keys, and the 3-tuple ones fit in L1: classify_v4_memo().
+  bool memo_v4_ = false;
 };
 
 }  // namespace rawpipe

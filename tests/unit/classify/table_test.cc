@@ -237,15 +237,21 @@ TEST_F(TableTest, ThousandsOfExactFlowsAllFoundInOneBurst) {
 }
 
 // A burst classified at once must land exactly where one-by-one lookups put each packet, for
-// tables that take the 3-tuple fast path (small, IPv4 3-tuples only, some keys not pure) and for
-// ones that do not, with runs of one key broken by other services, VLANs, IPv6, fragments and
-// packets parse dropped.
+// tables that take the per-packet path (no 5-tuples: 3-tuples, some keys not pure, wildcards on
+// every field) and for ones that do not, with runs of one key broken by other services, sources,
+// VLANs, ingress ports, IPv6, fragments and packets parse dropped; flow tags included.
 TEST_F(TableTest, BurstClassifyAgreesWithLookupPacketByPacket) {
   const std::vector<std::vector<std::pair<std::uint16_t, std::string>>> rule_sets = {
       {{1, "udp dst 10.0.0.1:5000"}},
       {{1, "udp dst 10.0.0.1:5000"}, {2, "udp dst 10.0.0.2:6000"}, {3, "udp dst 10.0.0.1:5000 vlan 7"},
        {4, "udp dst 10.0.0.2:6000 src 192.168.0.0/16"}, {5, "udp dst 10.0.0.0/8"}, {6, "udp dst [fd00::1]:5000"}},
       {{1, "udp dst 10.0.0.1:5000 src 10.9.9.9:40"}, {2, "udp dst 10.0.0.1:5000"}, {5, "udp"}},
+      // Wildcards only, and 3-tuples beside wildcards, each wildcard examining a different field:
+      // packets that differ in one field only follow each other in the bursts below.
+      {{7, "udp dst *:5000"}},
+      {{1, "udp dst *:5000 port p1"}, {2, "udp dst *:5000 vlan 7"}, {7, "udp dst *:6000 src 172.16.0.0/12"},
+       {4, "udp src *:41"}, {5, "udp dst 10.0.0.0/31"}},
+      {{7, "udp dst 10.0.0.2:6000"}, {2, "udp dst *:5000"}, {3, "udp dst [fd00::1]:5000"}, {4, "any dst 10.0.0.1"}},
   };
   const std::vector<Frame> frames = [] {
     std::vector<Frame> f;
@@ -256,6 +262,11 @@ TEST_F(TableTest, BurstClassifyAgreesWithLookupPacketByPacket) {
     f.push_back(udp_frame("172.16.1.1", 43, "10.0.0.2", 6000));
     f.push_back(udp_frame("172.16.1.1", 43, "10.0.0.3", 6000));
     f.push_back(udp_frame("172.16.1.1", 43, "11.0.0.3", 6000));
+    f.push_back(udp_frame("172.16.1.1", 41, "10.0.0.2", 6000));
+    f.push_back(udp_frame("192.168.1.1", 41, "10.0.0.2", 6000));
+    f.push_back(udp_frame("10.9.9.9", 40, "10.0.0.1", 5000, 8));
+    f.push_back(udp_frame("172.16.1.1", 43, "10.0.0.3", 5000));
+    f.push_back(udp_frame("172.16.1.1", 43, "10.0.0.3", 5000, 7));
     f.push_back(udp_frame("fd00::9", 44, "fd00::1", 5000));
     f.push_back(icmp_frame("10.9.9.9", "10.0.0.1"));
     Frame frag = udp_frame("10.9.9.9", 40, "10.0.0.1", 5000);
@@ -287,6 +298,11 @@ TEST_F(TableTest, BurstClassifyAgreesWithLookupPacketByPacket) {
           ASSERT_EQ(m->endpoint, hit ? hit->endpoint : dflt) << "rule set " << set << " round " << round << " packet " << i;
           const bool dropped = !hit && dflt == kNone;
           ASSERT_EQ(m->drop_reason, dropped ? static_cast<std::uint8_t>(DropReason::kNoMatch) : 0) << set << " " << i;
+          const bool tagged = hit && hit->flow_tag != 0;
+          ASSERT_EQ((m->flags & pkt_flag::kFlowTag) != 0, tagged) << set << " " << i;
+          if (tagged) {
+            ASSERT_EQ(m->flow_tag, hit->flow_tag) << set << " " << i;
+          }
         }
         mbuf_free_bulk(burst.data(), 64);
       }
