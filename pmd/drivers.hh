@@ -1,7 +1,7 @@
 // Driver descriptors, one per folder under pmd/. Each is defined in its folder's device.cc.
 #pragma once
 
-#include "pmd/port.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe {
 

@@ -1,4 +1,4 @@
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 #include "pmd/drivers.hh"
 

@@ -4,7 +4,7 @@
 #include "apps/rawpipe/commands.hh"
 #include "apps/rawpipe/report.hh"
 #include "pipeline/config/loader.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 namespace rawpipe::app {
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "pipeline/ops/drop_tree.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 namespace rawpipe::app {
 

@@ -29,6 +29,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "rawpipe/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -190,7 +192,7 @@ typedef struct rawpipe_api {
 #define RAWPIPE_API_HAS(api, field) (offsetof(rawpipe_api_t, field) < (api)->size)
 
 /* NULL when `abi_version` is not provided by this library (rawpipe_api_error() says why). */
-const rawpipe_api_t *rawpipe_get_api(uint32_t abi_version);
+RAWPIPE_API const rawpipe_api_t *rawpipe_get_api(uint32_t abi_version);
 const char *rawpipe_api_error(void);
 
 #ifdef __cplusplus

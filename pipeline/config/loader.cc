@@ -128,8 +128,10 @@ void load_ports(ConfigSection& root, Plan& plan, const LoadOptions& options, std
 
     const PmdDriver* driver = p.pmd.empty() || !options.find_pmd ? nullptr : options.find_pmd(p.pmd);
     if (!p.pmd.empty() && !driver) {
-      std::string known = options.known_pmds.empty() ? std::string("none")
-                                                     : join_names(options.known_pmds);
+      std::vector<std::string_view> names = options.known_pmds;
+      if (names.empty() && options.find_pmd == &rawpipe::find_pmd)
+        for (const PmdDriver* d : all_pmds()) names.push_back(d->name);
+      std::string known = names.empty() ? std::string("none") : join_names(names);
       s.fail("pmd", fmt::format("no driver named \"{}\" is built into this binary (available: {}; "
                                 "`rawpipe list-pmds` describes them)",
                                 p.pmd, known));

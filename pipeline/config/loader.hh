@@ -7,8 +7,8 @@
 // Every error names the file, the line and the key; all errors are collected and the first is
 // returned with a count of the others.
 //
-// pipeline/ does not depend on any driver: the caller passes the driver lookup (normally
-// rawpipe::find_pmd from pmd/registry.hh).
+// pipeline/ does not depend on any driver: the lookup is a function pointer, by default the
+// built-in driver set's (pipeline/port/registry.hh, defined by whatever drivers the library links).
 #pragma once
 
 #include <string>
@@ -17,6 +17,7 @@
 
 #include "pipeline/common/status.hh"
 #include "pipeline/plan/plan.hh"
+#include "pipeline/port/registry.hh"
 #include "pipeline/privilege/settings.hh"
 
 namespace rawpipe {
@@ -24,8 +25,9 @@ namespace rawpipe {
 using PmdLookupFn = const PmdDriver* (*)(std::string_view name);
 
 struct LoadOptions {
-  PmdLookupFn find_pmd = nullptr;
-  // Driver names listed in the "unknown pmd" message; empty means the message lists none.
+  PmdLookupFn find_pmd = &rawpipe::find_pmd;
+  // Driver names listed in the "unknown pmd" message; empty means the built-in drivers' names
+  // when find_pmd is the built-in lookup, and none otherwise.
   std::vector<std::string_view> known_pmds;
   // CPUs an lcore may name (0..cpu_count-1); 0 means this machine's online CPU count.
   unsigned cpu_count = 0;

@@ -39,7 +39,7 @@
 #include "pipeline/plan/plan.hh"
 #include "pipeline/ring/ring.hh"
 #include "pipeline/stats/lcore_counters.hh"
-#include "pmd/port.hh"
+#include "pipeline/port/port.hh"
 
 namespace rawpipe {
 

@@ -19,6 +19,7 @@
 #include "pipeline/filter/plugin.hh"
 #include "pipeline/lcore/lcore.hh"
 #include "pipeline/neigh/stage.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe {
 

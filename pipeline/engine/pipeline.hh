@@ -39,7 +39,7 @@
 #include "pipeline/common/status.hh"
 #include "pipeline/plan/plan.hh"
 #include "pipeline/stats/drop_reason.hh"
-#include "pmd/port.hh"
+#include "pipeline/port/port.hh"
 
 namespace rawpipe {
 

@@ -40,12 +40,6 @@ rawpipe_pipeline* api_create(const char* file) {
     alloc = g_alloc;
     alloc_flags = g_alloc_flags;
   }
-  if (!opts.find_pmd) {
-    t_api_error =
-        "create: this process has no PMD registry installed; a C++ host calls rawpipe::extra_set_load_options() "
-        "with find_pmd = &rawpipe::find_pmd first (the rawpipe app does)";
-    return nullptr;
-  }
   auto loaded = load_config(file ? file : "", opts);
   if (!loaded) {
     t_api_error = loaded.message();

@@ -30,9 +30,8 @@ namespace rawpipe {
 // A handle over a pipeline the caller owns; free it with api->destroy (the pipeline stays).
 rawpipe_pipeline* extra_wrap(Pipeline& pipeline);
 
-// api->create needs the PMD registry, which lives in the pmd library (above pipeline/ in the
-// link order). A host that wants api->create installs it once: extra_set_load_options(o) with
-// o.find_pmd = &rawpipe::find_pmd (pmd/registry.hh). Without it, create() fails and says so.
+// api->create loads configs with the built-in drivers (LoadOptions' defaults). Tests replace the
+// options (a fake driver lookup, a CPU count) with extra_set_load_options.
 void extra_set_load_options(const LoadOptions& options);
 
 // "ENDPOINT: RULE" -> (endpoint id, rule text); the add_conf_rule grammar.

@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 
-#include "pipeline/filter/plugin_dirs.h"
+#include "pipeline/plugin_dirs.h"
 #include "pipeline/privilege/plugin_path.hh"
 
 namespace rawpipe {

@@ -28,7 +28,7 @@
 #include "pipeline/plan/plan.hh"
 #include "pipeline/stats/lcore_counters.hh"
 #include "pipeline/stats/stage_latency.hh"
-#include "pmd/port.hh"
+#include "pipeline/port/port.hh"
 
 namespace rawpipe {
 

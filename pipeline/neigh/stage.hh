@@ -22,7 +22,7 @@
 #include "pipeline/dispatch/dispatch.hh"
 #include "pipeline/neigh/neigh.hh"
 #include "pipeline/stats/lcore_counters.hh"
-#include "pmd/port.hh"
+#include "pipeline/port/port.hh"
 
 namespace rawpipe {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "pipeline/stats/drop_reason.hh"
-#include "pmd/port.hh"
+#include "pipeline/port/port.hh"
 
 namespace rawpipe::ops {
 

@@ -15,9 +15,11 @@
 #include "pipeline/capture/tap_config.hh"
 #include "pipeline/neigh/port_keys.hh"
 #include "pipeline/stats/stage_latency.hh"
-#include "pmd/port.hh"
+#include "pipeline/port/port.hh"
 
 namespace rawpipe {
+
+class PortSpec;  // pipeline/port/driver.hh
 
 struct SourceLocation {
   std::string file;

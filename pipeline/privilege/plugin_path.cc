@@ -14,7 +14,7 @@
 #include <mutex>
 #include <optional>
 
-#include "pipeline/privilege/plugin_dirs.h"
+#include "pipeline/plugin_dirs.h"
 
 namespace rawpipe {
 namespace {

@@ -20,7 +20,7 @@
 
 #include "pipeline/buf/pool.hh"
 #include "pipeline/stats/counter.hh"
-#include "pmd/port.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe::af_packet {
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "pipeline/buf/pool.hh"
-#include "pmd/port.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe::af_xdp {
 

@@ -14,7 +14,7 @@
 #include "pipeline/classify/rule.hh"
 #include "pipeline/config/section.hh"
 #include "pmd/drivers.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 // ---- Hardware rungs. The mlx5 and mana drivers provide `Status probe_<name>(std::string_view
 // ifname)` (ok = usable, else the reason); each is used only when its driver is built in. ----

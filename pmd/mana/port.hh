@@ -10,7 +10,7 @@
 
 #include "pmd/mana/rx.hh"
 #include "pmd/mana/tx.hh"
-#include "pmd/port.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe::mana {
 

@@ -14,7 +14,7 @@
 #include "pipeline/common/status.hh"
 #include "pmd/mlx5/flow.hh"
 #include "pmd/mlx5/queue.hh"
-#include "pmd/port.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe::mlx5 {
 

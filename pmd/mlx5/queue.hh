@@ -16,7 +16,7 @@
 #include "pipeline/buf/mbuf.hh"
 #include "pipeline/common/compiler.hh"
 #include "pipeline/stats/counter.hh"
-#include "pmd/port.hh"
+#include "pipeline/port/driver.hh"
 #include "pmd/rdma/doorbell.hh"
 
 namespace rawpipe {

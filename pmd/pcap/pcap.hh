@@ -21,7 +21,7 @@
 #include "pipeline/buf/pool.hh"
 #include "pipeline/capture/writer.hh"
 #include "pipeline/stats/counter.hh"
-#include "pmd/port.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe::pcap_pmd {
 

@@ -23,7 +23,7 @@
 #include "pipeline/buf/pool.hh"
 #include "pipeline/classify/rule.hh"
 #include "pipeline/stats/counter.hh"
-#include "pmd/port.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe::socket_pmd {
 

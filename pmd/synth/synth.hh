@@ -32,7 +32,7 @@
 #include "pipeline/wire/checksum.hh"
 #include "pipeline/wire/wire.hh"
 #include "pipeline/stats/counter.hh"
-#include "pmd/port.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe::synth {
 

@@ -27,7 +27,7 @@
 #include "pipeline/buf/pool.hh"
 #include "pipeline/classify/rule.hh"
 #include "pipeline/config/section.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 namespace rawpipe {
 namespace {

@@ -17,7 +17,7 @@
 #include "pipeline/engine/pipeline.hh"
 #include "pipeline/filter/filter.hh"
 #include "pipeline/ring/ring.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 #include "rawpipe/extra.h"
 
 namespace rawpipe::fault {

@@ -17,7 +17,7 @@
 #include "pipeline/buf/pool.hh"
 #include "pipeline/plan/plan.hh"
 #include "pipeline/wire/builder.hh"
-#include "pmd/port.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe::fault {
 

@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "pipeline/config/loader.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 namespace {
 

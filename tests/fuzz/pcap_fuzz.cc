@@ -19,7 +19,7 @@
 
 #include "pipeline/buf/pool.hh"
 #include "pipeline/config/section.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 namespace {
 

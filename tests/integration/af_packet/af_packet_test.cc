@@ -21,7 +21,7 @@
 #include "pipeline/wire/builder.hh"
 #include "pipeline/wire/checksum.hh"
 #include "pipeline/wire/wire.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 #include "tests/support/netns.hh"
 
 namespace rawpipe {

@@ -9,7 +9,7 @@
 
 #include "pipeline/buf/pool.hh"
 #include "pipeline/config/section.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 #include "tests/support/netns.hh"
 
 namespace rawpipe {

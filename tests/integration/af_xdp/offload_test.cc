@@ -14,7 +14,7 @@
 
 #include "pipeline/config/loader.hh"
 #include "pipeline/engine/pipeline.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 #include "tests/support/netns.hh"
 
 namespace rawpipe {

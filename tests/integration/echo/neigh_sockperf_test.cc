@@ -16,7 +16,7 @@
 #include "pipeline/config/loader.hh"
 #include "pipeline/engine/pipeline.hh"
 #include "pipeline/neigh/stage.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 #include "tests/support/netns.hh"
 
 namespace rawpipe {

@@ -18,7 +18,7 @@
 #include "pipeline/config/loader.hh"
 #include "pipeline/engine/pipeline.hh"
 #include "pipeline/wire/builder.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 #include "tests/support/netns.hh"
 
 namespace rawpipe {

@@ -18,7 +18,7 @@
 #include "pipeline/config/section.hh"
 #include "pipeline/wire/checksum.hh"
 #include "pipeline/wire/wire.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 #include "tests/support/netns.hh"
 
 namespace rawpipe {

@@ -12,7 +12,7 @@
 #include "pipeline/config/section.hh"
 #include "pipeline/parse/parse.hh"
 #include "pmd/mlx5/probe.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 namespace rawpipe {
 namespace {

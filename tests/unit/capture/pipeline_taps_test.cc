@@ -14,7 +14,7 @@
 #include "pipeline/capture/tap.hh"
 #include "pipeline/config/loader.hh"
 #include "pipeline/engine/pipeline.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 #include "tests/support/test_port.hh"
 
 namespace rawpipe {

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "pipeline/config/loader.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 #include "tests/support/build_tree.hh"
 
 namespace rawpipe {

@@ -12,7 +12,7 @@
 #include "pipeline/config/loader.hh"
 #include "pipeline/engine/pipeline.hh"
 #include "pipeline/filter/plugin.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 namespace rawpipe {
 namespace {

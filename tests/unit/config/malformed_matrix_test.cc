@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "pipeline/config/loader.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 #include "tests/support/build_tree.hh"
 
 namespace rawpipe {

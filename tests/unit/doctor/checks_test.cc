@@ -6,7 +6,7 @@
 #include "apps/rawpipe/doctor/checks.hh"
 #include "apps/rawpipe/doctor/xdp_limits.hh"
 #include "pipeline/buf/mbuf.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 namespace rawpipe::doctor {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "pipeline/config/loader.hh"
 #include "pipeline/engine/pipeline.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 #include "tests/support/frames.hh"
 
 #ifdef RAWPIPE_HAVE_PMD_PCAP

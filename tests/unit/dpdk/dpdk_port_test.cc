@@ -12,7 +12,7 @@
 
 #include "pipeline/buf/pool.hh"
 #include "pipeline/config/section.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 #ifdef RAWPIPE_HAVE_PMD_PCAP
 #include <pcap/pcap.h>

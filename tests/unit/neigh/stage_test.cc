@@ -13,7 +13,7 @@
 #include "pipeline/engine/pipeline.hh"
 #include "pipeline/neigh/port_keys.hh"
 #include "pipeline/wire/builder.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 #include "tests/support/test_port.hh"
 
 namespace rawpipe {

@@ -15,7 +15,7 @@
 #include "pipeline/stats/histogram.hh"
 #include "pipeline/stats/stage_latency.hh"
 #include "pipeline/stats/tsc.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 namespace rawpipe {
 namespace {

@@ -26,7 +26,7 @@
 #include "pipeline/filter/filter.hh"
 #include "pipeline/ops/metrics_server.hh"
 #include "pipeline/ops/prometheus.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 namespace rawpipe::ops {
 namespace {

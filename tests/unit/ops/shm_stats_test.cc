@@ -13,7 +13,7 @@
 #include "pipeline/engine/pipeline.hh"
 #include "pipeline/ops/publisher.hh"
 #include "pipeline/ops/shm_stats.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 namespace rawpipe::ops {
 namespace {

@@ -14,7 +14,7 @@
 #include "pipeline/buf/pool.hh"
 #include "pipeline/config/section.hh"
 #include "pipeline/wire/builder.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 namespace rawpipe {
 namespace {

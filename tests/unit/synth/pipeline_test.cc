@@ -8,7 +8,7 @@
 #include "pipeline/config/loader.hh"
 #include "pipeline/engine/pipeline.hh"
 #include "pipeline/wire/wire.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 namespace rawpipe {
 namespace {

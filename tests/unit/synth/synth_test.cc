@@ -13,7 +13,7 @@
 #include "pipeline/parse/parse.hh"
 #include "pipeline/wire/checksum.hh"
 #include "pmd/drivers.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 namespace rawpipe {
 namespace {

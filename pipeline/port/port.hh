@@ -1,4 +1,7 @@
-// The port interface every poll-mode driver implements.
+// The port interface, engine-facing half: what the pipeline (and only the pipeline) calls on a
+// port. Drivers implement it and also see pipeline/port/driver.hh (how a port is described,
+// opened and registered), the way DPDK splits rte_ethdev.h from ethdev_driver.h. pmd/ depends on
+// these headers; nothing under pipeline/ includes pmd/.
 //
 // Control and data are separate. The control side is a virtual class (open, start, stop, stats,
 // link, capabilities, steering), used at setup and by the stats thread. The data side is a pair of
@@ -15,20 +18,16 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "pipeline/buf/mbuf.hh"
 #include "pipeline/common/status.hh"
-#include "pipeline/stats/counter.hh"
 
 namespace rawpipe {
 
-class Pool;
-class ConfigSection;
-struct SteeringRules;
+struct SteeringRules;  // pipeline/port/steering.hh
 
 using RxBurstFn = std::uint16_t (*)(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
 using TxBurstFn = std::uint16_t (*)(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
@@ -67,20 +66,6 @@ struct QueueCounters {
   std::uint64_t tx_errors = 0;
 };
 
-// A consistent-enough copy of a queue's live counters for stats(): each field is loaded relaxed
-// while the owning lcore keeps counting.
-inline QueueCounters load_counters(const QueueCounters& live) noexcept {
-  QueueCounters c;
-  c.rx_packets = count_load(live.rx_packets);
-  c.rx_bytes = count_load(live.rx_bytes);
-  c.rx_nombuf = count_load(live.rx_nombuf);
-  c.rx_errors = count_load(live.rx_errors);
-  c.tx_packets = count_load(live.tx_packets);
-  c.tx_bytes = count_load(live.tx_bytes);
-  c.tx_errors = count_load(live.tx_errors);
-  return c;
-}
-
 struct PortStats {
   std::vector<QueueCounters> rx_queues;
   std::vector<QueueCounters> tx_queues;
@@ -93,17 +78,6 @@ struct LinkInfo {
   std::uint32_t speed_mbps = 0;
   std::uint32_t mtu = 1500;
   std::array<std::uint8_t, 6> mac{};
-};
-
-// What the pipeline gives a driver when it opens a port: everything already validated.
-struct PortEnv {
-  std::uint16_t port_id = 0;
-  std::string name;
-  std::uint16_t rx_queues = 1;
-  std::uint16_t tx_queues = 1;
-  std::uint32_t rx_ring_size = 1024;
-  std::uint32_t tx_ring_size = 1024;
-  Pool* pool = nullptr;      // receive buffers come from here
 };
 
 class Port {
@@ -138,27 +112,6 @@ class Port {
     (void)rules;
     return Status::ok();
   }
-};
-
-// A validated, immutable description of one port, produced from its config section before any
-// device is touched. `rawpipe check` stops here; `rawpipe run` calls open().
-class PortSpec {
- public:
-  virtual ~PortSpec() = default;
-  virtual Result<std::unique_ptr<Port>> open(const PortEnv& env) const = 0;
-  // Queue limits known from the config alone (e.g. a pcap file has one queue).
-  virtual std::uint16_t max_rx_queues() const { return 64; }
-  // True when the driver finds a buffer's slot from an address with a shift, so its pool's slots
-  // must be exactly buf_size apart (PoolConfig::exact_stride); the config loader sets that on
-  // the port's pool.
-  virtual bool needs_exact_pool_stride() const { return false; }
-};
-
-// A driver: its name in `pmd = "..."`, what it is, and how it reads its own config keys.
-struct PmdDriver {
-  std::string_view name;
-  std::string_view summary;
-  Result<std::unique_ptr<PortSpec>> (*parse)(ConfigSection& section) = nullptr;
 };
 
 }  // namespace rawpipe

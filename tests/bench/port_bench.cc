@@ -18,7 +18,7 @@
 
 #include "pipeline/buf/pool.hh"
 #include "pipeline/config/section.hh"
-#include "pmd/registry.hh"
+#include "pipeline/port/registry.hh"
 
 namespace rawpipe {
 namespace {

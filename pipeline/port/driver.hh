@@ -1,0 +1,67 @@
+// The port interface, driver-facing half: how a driver reads its config keys into a validated
+// spec, how the pipeline opens a port from it, and what a driver registers (pipeline/port/
+// registry.hh). Only drivers and the pipeline's builder include it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "pipeline/common/status.hh"
+#include "pipeline/port/port.hh"
+#include "pipeline/port/steering.hh"
+#include "pipeline/stats/counter.hh"
+
+namespace rawpipe {
+
+class Pool;
+class ConfigSection;
+
+// A consistent-enough copy of a queue's live counters for stats(): each field is loaded relaxed
+// while the owning lcore keeps counting.
+inline QueueCounters load_counters(const QueueCounters& live) noexcept {
+  QueueCounters c;
+  c.rx_packets = count_load(live.rx_packets);
+  c.rx_bytes = count_load(live.rx_bytes);
+  c.rx_nombuf = count_load(live.rx_nombuf);
+  c.rx_errors = count_load(live.rx_errors);
+  c.tx_packets = count_load(live.tx_packets);
+  c.tx_bytes = count_load(live.tx_bytes);
+  c.tx_errors = count_load(live.tx_errors);
+  return c;
+}
+
+// What the pipeline gives a driver when it opens a port: everything already validated.
+struct PortEnv {
+  std::uint16_t port_id = 0;
+  std::string name;
+  std::uint16_t rx_queues = 1;
+  std::uint16_t tx_queues = 1;
+  std::uint32_t rx_ring_size = 1024;
+  std::uint32_t tx_ring_size = 1024;
+  Pool* pool = nullptr;      // receive buffers come from here
+};
+
+// A validated, immutable description of one port, produced from its config section before any
+// device is touched. `rawpipe check` stops here; `rawpipe run` calls open().
+class PortSpec {
+ public:
+  virtual ~PortSpec() = default;
+  virtual Result<std::unique_ptr<Port>> open(const PortEnv& env) const = 0;
+  // Queue limits known from the config alone (e.g. a pcap file has one queue).
+  virtual std::uint16_t max_rx_queues() const { return 64; }
+  // True when the driver finds a buffer's slot from an address with a shift, so its pool's slots
+  // must be exactly buf_size apart (PoolConfig::exact_stride); the config loader sets that on
+  // the port's pool.
+  virtual bool needs_exact_pool_stride() const { return false; }
+};
+
+// A driver: its name in `pmd = "..."`, what it is, and how it reads its own config keys.
+struct PmdDriver {
+  std::string_view name;
+  std::string_view summary;
+  Result<std::unique_ptr<PortSpec>> (*parse)(ConfigSection& section) = nullptr;
+};
+
+}  // namespace rawpipe
