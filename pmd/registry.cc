@@ -45,6 +45,12 @@ const PmdDriver* const kDrivers[] = {
 
 std::span<const PmdDriver* const> all_pmds() { return {kDrivers, std::size(kDrivers) - 1}; }
 
+std::vector<DriverInfo> builtin_drivers() {
+  std::vector<DriverInfo> out;
+  for (const PmdDriver* d : all_pmds()) out.push_back({std::string(d->name), std::string(d->summary)});
+  return out;
+}
+
 const PmdDriver* find_pmd(std::string_view name) {
   for (const PmdDriver* d : all_pmds())
     if (d->name == name) return d;

@@ -1,15 +1,14 @@
 // `rawpipe check` and `rawpipe list-pmds`.
 #include <fmt/core.h>
 
-#include "apps/rawpipe/commands.hh"
-#include "apps/rawpipe/report.hh"
-#include "pipeline/config/loader.hh"
-#include "pipeline/port/registry.hh"
+#include "commands.hh"
+#include "report.hh"
+#include "rawpipe/config.hh"
 
 namespace rawpipe::app {
 
 int check_command(const std::string& config) {
-  auto loaded = load_config(config, default_load_options());
+  auto loaded = load_config(config, LoadOptions{});
   if (!loaded) {
     fmt::print(stderr, "rawpipe: {}\n", loaded.message());
     return 1;
@@ -21,7 +20,7 @@ int check_command(const std::string& config) {
 }
 
 int list_pmds_command() {
-  for (const PmdDriver* d : all_pmds()) fmt::print("{:<12} {}\n", d->name, d->summary);
+  for (const DriverInfo& d : builtin_drivers()) fmt::print("{:<12} {}\n", d.name, d.summary);
   return 0;
 }
 

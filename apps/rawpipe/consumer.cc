@@ -1,11 +1,10 @@
-#include "apps/rawpipe/consumer.hh"
+#include "consumer.hh"
 
 #include <pthread.h>
 #include <sched.h>
 
 #include <cstring>
 
-#include "pipeline/buf/pool.hh"
 
 namespace rawpipe::app {
 

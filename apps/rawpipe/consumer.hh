@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/common/status.hh"
-#include "apps/rawpipe/e2e_latency.hh"
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/status.hh"
+#include "rawpipe/e2e_latency.hh"
+#include "rawpipe/pipeline.hh"
 
 namespace rawpipe::app {
 

@@ -2,14 +2,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
-#include "apps/rawpipe/commands.hh"
-#include "apps/rawpipe/stat.hh"
-#include "rawpipe_config.h"
-#ifdef RAWPIPE_HAVE_DISSECT
 #include <iostream>
 
-#include "apps/rawpipe/dissect.hh"
-#endif
+#include "commands.hh"
+#include "stat.hh"
+#include "rawpipe/build_config.h"
+#include "rawpipe/dissect.hh"
 
 int main(int argc, char** argv) {
   using namespace rawpipe::app;
@@ -45,11 +43,9 @@ int main(int argc, char** argv) {
   stat_cmd->add_flag("--json", stat.json, "Print the stats document as JSON and exit");
   stat_cmd->add_flag("--drops", stat.drops, "Show only the drop attribution tree");
 
-#ifdef RAWPIPE_HAVE_DISSECT
   std::string pcap_file;
   CLI::App* dissect_cmd = cli.add_subcommand("dissect", "Print every frame of a pcap file layer by layer");
   dissect_cmd->add_option("file", pcap_file, "pcap or pcapng file")->required()->check(CLI::ExistingFile);
-#endif
 
   CLI11_PARSE(cli, argc, argv);
 
@@ -61,8 +57,6 @@ int main(int argc, char** argv) {
   if (*list_cmd) return list_pmds_command();
   if (*doctor_cmd) return doctor_command(doctor);
   if (*stat_cmd) return stat_command(stat);
-#ifdef RAWPIPE_HAVE_DISSECT
   if (*dissect_cmd) return rawpipe::run_dissect(pcap_file, std::cout);
-#endif
   return 1;
 }

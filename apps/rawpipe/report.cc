@@ -1,18 +1,10 @@
-#include "apps/rawpipe/report.hh"
+#include "report.hh"
 
 #include <fmt/format.h>
 
-#include "pipeline/ops/drop_tree.hh"
-#include "pipeline/port/registry.hh"
+#include "rawpipe/drop_tree.hh"
 
 namespace rawpipe::app {
-
-LoadOptions default_load_options() {
-  LoadOptions o;
-  o.find_pmd = &find_pmd;
-  for (const PmdDriver* d : all_pmds()) o.known_pmds.push_back(d->name);
-  return o;
-}
 
 std::string format_rate(double pps) {
   if (pps >= 1e6) return fmt::format("{:.2f} Mpps", pps / 1e6);

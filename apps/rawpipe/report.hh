@@ -7,13 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/config/loader.hh"
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/config.hh"
+#include "rawpipe/pipeline.hh"
 
 namespace rawpipe::app {
 
-// Loader options with this binary's drivers and this machine's CPUs.
-LoadOptions default_load_options();
 
 // One line per interval:
 //   [   3.0s] rx 41.52 Mpps  delivered 41.52 Mpps  tx 0 pps  drops 0 pps (no_match 12)  | lcore0 41.52 Mpps

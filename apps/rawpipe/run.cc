@@ -13,16 +13,13 @@
 
 #include <fmt/core.h>
 
-#include "apps/rawpipe/commands.hh"
-#include "apps/rawpipe/consumer.hh"
-#include "apps/rawpipe/report.hh"
-#include "pipeline/capture/tap.hh"
-#include "pipeline/neigh/stage.hh"
-#include "pipeline/ops/metrics_server.hh"
-#include "pipeline/filter/plugin.hh"
-#include "pipeline/ops/publisher.hh"
-#include "pipeline/privilege/drop.hh"
-#include "pipeline/privilege/plugin_path.hh"
+#include "commands.hh"
+#include "consumer.hh"
+#include "report.hh"
+#include "rawpipe/metrics_server.hh"
+#include "rawpipe/plugin_path.hh"
+#include "rawpipe/privilege.hh"
+#include "rawpipe/stats_publisher.hh"
 
 namespace rawpipe::app {
 namespace {
@@ -71,7 +68,7 @@ Status write_json(const std::string& file, const nlohmann::json& j) {
 }  // namespace
 
 int run_command(const RunOptions& options) {
-  auto loaded = load_config(options.config, default_load_options());
+  auto loaded = load_config(options.config);
   if (!loaded) {
     fmt::print(stderr, "rawpipe: {}\n", loaded.message());
     return 1;
@@ -100,7 +97,7 @@ int run_command(const RunOptions& options) {
   std::unique_ptr<Pipeline> pipeline = std::move(created).value();
 
   for (const auto& p : plan.pools)
-    if (const Pool* pool = pipeline->pool(p.config.name)) fmt::print("{}\n", pool->memory_notice());
+    if (std::string notice = pipeline->pool_memory_notice(p.config.name); !notice.empty()) fmt::print("{}\n", notice);
   for (const auto& e : plan.endpoints)
     fmt::print("endpoint {}: {}\n", e.name,
                e.action == EndpointAction::kRing   ? "ring, drained and freed by the app's consumer thread"
@@ -119,7 +116,7 @@ int run_command(const RunOptions& options) {
   // The path report once started: only then does a port know its real mode (AF_XDP zero-copy or copy).
   std::vector<std::string> port_paths;
   for (std::uint16_t p = 0; p < pipeline->port_count(); ++p) {
-    port_paths.push_back(pipeline->port(p).path_report());
+    port_paths.push_back(pipeline->port_path_report(p));
     fmt::print("{}{}", port_paths.back(), port_paths.back().ends_with('\n') ? "" : "\n");
   }
   std::fflush(stdout);
@@ -163,7 +160,7 @@ int run_command(const RunOptions& options) {
   if (app.privilege.drop) {
     privilege::DropRequest req;
     for (std::uint16_t p = 0; p < pipeline->port_count(); ++p)
-      req.keep |= privilege::runtime_needs_for_port(pipeline->port(p).pmd_name(), pipeline->port_name(p), req.keep_why);
+      req.keep |= privilege::runtime_needs_for_port(pipeline->port_pmd(p), pipeline->port_name(p), req.keep_why);
     req.switch_user = run_user.has_value();
     if (run_user) req.user = *run_user;
     if (!publisher.path().empty()) req.hand_over.push_back(publisher.path());
@@ -215,23 +212,19 @@ int run_command(const RunOptions& options) {
   for (const auto& e : plan.endpoints) summary.endpoint_names.push_back(e.name);
   for (const auto& p : plan.ports) summary.port_names.push_back(p.name);
   summary.consumed = consumer.received();
-  for (std::uint16_t p = 0; p < pipeline->port_count(); ++p) summary.port_stats.push_back(pipeline->port(p).stats());
+  for (std::uint16_t p = 0; p < pipeline->port_count(); ++p) summary.port_stats.push_back(pipeline->port_stats(p));
   summary.port_paths = port_paths;
   for (std::uint16_t p = 0; p < pipeline->port_count(); ++p)
-    for (const std::string& n : pipeline->port(p).notices())
+    for (const std::string& n : pipeline->port_notices(p))
       fmt::print(stderr, "rawpipe: port '{}': {}\n", pipeline->port_name(p), n);
   fmt::print("{}", format_summary(summary));
-  for (std::size_t i = 0; i < pipeline->filter_plugins().size(); ++i) {
-    const FilterPlugin& f = *pipeline->filter_plugins()[i];
-    fmt::print("filter {} ({}): {}\n", plan.filters[i].label, f.name(), f.report());
-  }
+  for (const FilterReport& f : pipeline->filter_reports()) fmt::print("filter {} ({}): {}\n", f.label, f.name, f.report);
   nlohmann::json extra_json = nlohmann::json::object();
-  for (const TapWriter* t : pipeline->taps()) {
-    const TapStats ts = t->stats();
-    fmt::print("tap {}: {} captured, {} lost (lane full), {} written to {} file(s), {} bytes\n", t->config().name,
-               ts.captured, ts.dropped, ts.written, ts.files, ts.bytes);
-    extra_json["taps"][t->config().name] = {{"captured", ts.captured}, {"lost", ts.dropped}, {"written", ts.written},
-                                            {"files", t->files()}, {"bytes", ts.bytes}};
+  for (const TapReport& t : pipeline->tap_reports()) {
+    fmt::print("tap {}: {} captured, {} lost (lane full), {} written to {} file(s), {} bytes\n", t.name, t.captured,
+               t.lost, t.written, t.files_opened, t.bytes);
+    extra_json["taps"][t.name] = {{"captured", t.captured}, {"lost", t.lost}, {"written", t.written},
+                                  {"files", t.files}, {"bytes", t.bytes}};
   }
   if (std::any_of(plan.ports.begin(), plan.ports.end(), [](const PortPlan& p) { return !p.neigh.addresses.empty(); })) {
     const NeighStats ns = pipeline->neigh_stats();

@@ -1,4 +1,4 @@
-#include "apps/rawpipe/stat.hh"
+#include "stat.hh"
 
 #include <dirent.h>
 
@@ -9,8 +9,8 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
-#include "apps/rawpipe/report.hh"
-#include "pipeline/ops/shm_stats.hh"
+#include "report.hh"
+#include "rawpipe/shm_stats.hh"
 
 namespace rawpipe::app {
 namespace {

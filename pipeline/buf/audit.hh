@@ -24,8 +24,8 @@
 #include <string_view>
 #include <vector>
 
-#include "pipeline/buf/mbuf.hh"
-#include "rawpipe_config.h"
+#include "rawpipe/mbuf.hh"
+#include "rawpipe/build_config.h"
 
 namespace rawpipe {
 

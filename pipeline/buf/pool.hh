@@ -25,38 +25,12 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/buf/mbuf.hh"
-#include "rawpipe_config.h"
-#include "pipeline/common/status.hh"
+#include "rawpipe/mbuf.hh"
+#include "rawpipe/pool_config.hh"
+#include "rawpipe/status.hh"
 #include "pipeline/ring/ring.hh"
 
 namespace rawpipe {
-
-enum class HugePages { kAuto, kRequire, kNever };
-
-// Where a pool's region comes from when the application supplies it (the Extra API's user
-// allocator); unset means rawpipe maps the region itself.
-struct PoolMemoryProvider {
-  void* (*alloc)(std::size_t bytes, void* ctx) = nullptr;  // must return 4 KiB-aligned memory
-  void (*free)(void* addr, void* ctx) = nullptr;
-  void* ctx = nullptr;
-};
-
-struct PoolConfig {
-  std::string name = "default";
-  std::uint32_t count = 8192;         // slots
-  std::uint32_t buf_size = 2048;      // bytes per slot, header included; a power of two for AF_XDP
-  std::uint32_t headroom = RAWPIPE_HEADROOM;
-  std::uint32_t cache_size = 256;     // per attached thread; 0 disables caches
-  HugePages huge_pages = HugePages::kAuto;
-  // Slots exactly buf_size apart, for drivers that find a slot from an address with a shift
-  // (AF_XDP UMEM frames, the DPDK buffer bridge). Otherwise one cache line of padding follows
-  // each slot: with a power-of-two stride the headers of all slots fall into 1/32 of the L2
-  // cache's sets (2048-byte slots, 64-byte lines), so a pool of a few thousand buffers misses
-  // on every header although it would fit; DPDK's mempool pads its objects for the same reason.
-  bool exact_stride = false;
-  PoolMemoryProvider provider{};
-};
 
 // One attached thread's private free list. Only its owner thread writes it.
 struct alignas(kFalseSharingRange) PoolCache {
@@ -154,16 +128,5 @@ class Pool {
   mutable std::mutex caches_mu_;  // control path only: attach/detach and statistics
   std::vector<std::unique_ptr<PoolCache>> caches_;
 };
-
-// Adds `n` holders to a buffer (a HOLD, a second consumer, a transmit that keeps a copy).
-inline void mbuf_ref(Mbuf* m, std::uint16_t n = 1) noexcept {
-  // Relaxed: taking another reference needs no ordering; the holder already sees the buffer.
-  m->refcnt.fetch_add(n, std::memory_order_relaxed);
-}
-
-// Drops one holder of each buffer; buffers whose count reaches zero return to their pool (through
-// the calling thread's cache if it has one). Safe from any thread, for buffers of any pools.
-void mbuf_free_bulk(Mbuf* const* bufs, unsigned n) noexcept;
-inline void mbuf_free(Mbuf* m) noexcept { mbuf_free_bulk(&m, 1); }
 
 }  // namespace rawpipe

@@ -18,7 +18,7 @@
 
 #include <vector>
 
-#include "pipeline/buf/mbuf.hh"
+#include "rawpipe/mbuf.hh"
 #include "pipeline/capture/tap.hh"
 #include "pipeline/dispatch/dispatch.hh"
 

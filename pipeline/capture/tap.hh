@@ -28,12 +28,12 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/buf/mbuf.hh"
-#include "pipeline/capture/tap_config.hh"
+#include "rawpipe/mbuf.hh"
+#include "rawpipe/tap_config.hh"
 #include "pipeline/capture/writer.hh"
-#include "pipeline/common/compiler.hh"
-#include "pipeline/common/status.hh"
-#include "pipeline/stats/drop_reason.hh"
+#include "rawpipe/compiler.hh"
+#include "rawpipe/status.hh"
+#include "rawpipe/drop_reason.hh"
 
 namespace rawpipe {
 

@@ -12,11 +12,11 @@
 #include <string>
 #include <string_view>
 
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
+#include "rawpipe/tap_config.hh"
 
 namespace rawpipe {
 
-enum class CaptureFormat : std::uint8_t { kPcap, kPcapng };
 
 // "pcapng" for names ending in .pcapng, "pcap" otherwise.
 CaptureFormat capture_format_for_path(std::string_view path);

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "pipeline/classify/table.hh"
-#include "pipeline/common/compiler.hh"
+#include "rawpipe/compiler.hh"
 
 namespace rawpipe {
 

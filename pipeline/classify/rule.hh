@@ -28,7 +28,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 #include "pipeline/port/steering.hh"
 
 namespace rawpipe {

@@ -8,7 +8,7 @@
 #include <map>
 #include <tuple>
 
-#include "pipeline/stats/drop_reason.hh"
+#include "rawpipe/drop_reason.hh"
 #include "pipeline/wire/wire.hh"
 
 namespace rawpipe {

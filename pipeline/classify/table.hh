@@ -32,9 +32,9 @@
 #include <memory>
 #include <vector>
 
-#include "pipeline/buf/mbuf.hh"
+#include "rawpipe/mbuf.hh"
 #include "pipeline/classify/rule.hh"
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 
 namespace rawpipe {
 

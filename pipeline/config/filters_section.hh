@@ -14,7 +14,7 @@
 // its create(), when the engine loads it, and are reported at the `config` key.
 #pragma once
 
-#include "pipeline/plan/plan.hh"
+#include "rawpipe/plan.hh"
 
 namespace rawpipe {
 

@@ -1,4 +1,4 @@
-#include "pipeline/config/loader.hh"
+#include "rawpipe/config.hh"
 
 #include <unistd.h>
 
@@ -11,12 +11,14 @@
 #include <sstream>
 
 #include "pipeline/classify/rule.hh"
-#include "pipeline/common/compiler.hh"
+#include "rawpipe/compiler.hh"
 #include "pipeline/config/metrics_section.hh"
 #include "pipeline/config/filters_section.hh"
 #include "pipeline/config/section.hh"
 #include "pipeline/config/taps_section.hh"
 #include "pipeline/neigh/port_keys.hh"
+#include "pipeline/port/registry.hh"
+#include "pipeline/privilege/settings.hh"
 
 namespace rawpipe {
 namespace {

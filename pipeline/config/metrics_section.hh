@@ -7,7 +7,7 @@
 #pragma once
 
 #include "pipeline/config/section.hh"
-#include "pipeline/plan/plan.hh"
+#include "rawpipe/plan.hh"
 
 namespace rawpipe {
 

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 
 namespace rawpipe {
 

@@ -18,7 +18,7 @@
 // Checked across tables: names unique, no two taps write the same path, `port` names a port.
 #pragma once
 
-#include "pipeline/plan/plan.hh"
+#include "rawpipe/plan.hh"
 
 namespace rawpipe {
 

@@ -35,8 +35,8 @@
 #include <memory>
 #include <vector>
 
-#include "pipeline/buf/mbuf.hh"
-#include "pipeline/plan/plan.hh"
+#include "rawpipe/mbuf.hh"
+#include "rawpipe/plan.hh"
 #include "pipeline/ring/ring.hh"
 #include "pipeline/stats/lcore_counters.hh"
 #include "pipeline/port/port.hh"

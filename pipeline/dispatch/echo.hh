@@ -7,7 +7,7 @@
 
 #include <cstring>
 
-#include "pipeline/buf/mbuf.hh"
+#include "rawpipe/mbuf.hh"
 
 namespace rawpipe {
 

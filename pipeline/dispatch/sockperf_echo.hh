@@ -18,7 +18,7 @@
 
 #include <cstdint>
 
-#include "pipeline/buf/mbuf.hh"
+#include "rawpipe/mbuf.hh"
 #include "pipeline/wire/wire.hh"
 
 namespace rawpipe {

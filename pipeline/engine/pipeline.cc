@@ -1,4 +1,4 @@
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/pipeline.hh"
 
 #include <pthread.h>
 #include <sched.h>
@@ -18,7 +18,10 @@
 #include "pipeline/filter/filter.hh"
 #include "pipeline/filter/plugin.hh"
 #include "pipeline/lcore/lcore.hh"
+#include "pipeline/neigh/port_keys.hh"
 #include "pipeline/neigh/stage.hh"
+#include "pipeline/buf/pool.hh"
+#include "pipeline/capture/tap.hh"
 #include "pipeline/port/driver.hh"
 
 namespace rawpipe {
@@ -575,6 +578,37 @@ std::optional<std::uint16_t> Pipeline::port_id(std::string_view name) const noex
 
 const StageLatency* Pipeline::lcore_latency(std::size_t lcore) const noexcept {
   return lcore < lcores_.size() ? lcores_[lcore]->latency() : nullptr;
+}
+
+Port& Pipeline::port(std::uint16_t id) { return *ports_.at(id); }
+const Port& Pipeline::port(std::uint16_t id) const { return *ports_.at(id); }
+std::string_view Pipeline::port_pmd(std::uint16_t id) const { return port(id).pmd_name(); }
+PortCaps Pipeline::port_caps(std::uint16_t id) const { return port(id).caps(); }
+PortStats Pipeline::port_stats(std::uint16_t id) const { return port(id).stats(); }
+LinkInfo Pipeline::port_link(std::uint16_t id) const { return port(id).link(); }
+std::string Pipeline::port_path_report(std::uint16_t id) const { return port(id).path_report(); }
+std::vector<std::string> Pipeline::port_notices(std::uint16_t id) const { return port(id).notices(); }
+
+std::string Pipeline::pool_memory_notice(std::string_view name) const {
+  const Pool* p = pool(name);
+  return p ? p->memory_notice() : std::string();
+}
+
+std::vector<FilterReport> Pipeline::filter_reports() const {
+  std::vector<FilterReport> out;
+  for (std::size_t i = 0; i < plugins_.size(); ++i)
+    out.push_back({i < plan_.filters.size() ? plan_.filters[i].label : fmt::format("filters[{}]", i), plugins_[i]->name(),
+                   plugins_[i]->report()});
+  return out;
+}
+
+std::vector<TapReport> Pipeline::tap_reports() const {
+  std::vector<TapReport> out;
+  for (const auto& t : taps_) {
+    const TapStats ts = t->stats();
+    out.push_back({t->config().name, ts.captured, ts.dropped, ts.written, ts.bytes, ts.files, t->files()});
+  }
+  return out;
 }
 
 const Pool* Pipeline::pool(std::string_view name) const noexcept {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/config/loader.hh"
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/config.hh"
+#include "rawpipe/pipeline.hh"
 #include "pipeline/filter/plugin.hh"
 #include "rawpipe/extra.h"
 

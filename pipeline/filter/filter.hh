@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "rawpipe/extra.h"
-#include "pipeline/buf/mbuf.hh"
-#include "pipeline/common/status.hh"
+#include "rawpipe/mbuf.hh"
+#include "rawpipe/status.hh"
 #include "pipeline/dispatch/dispatch.hh"
 #include "pipeline/stats/filter_counters.hh"
 #include "pipeline/stats/lcore_counters.hh"

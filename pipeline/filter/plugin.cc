@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "pipeline/plugin_dirs.h"
-#include "pipeline/privilege/plugin_path.hh"
+#include "rawpipe/plugin_path.hh"
 
 namespace rawpipe {
 namespace {

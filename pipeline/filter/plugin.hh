@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 #include "pipeline/filter/filter.hh"
-#include "pipeline/plan/plan.hh"
+#include "rawpipe/plan.hh"
 #include "rawpipe/filter_plugin.h"
 
 namespace rawpipe {

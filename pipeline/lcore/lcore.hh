@@ -25,7 +25,7 @@
 #include "pipeline/buf/pool.hh"
 #include "pipeline/classify/classifier.hh"
 #include "pipeline/dispatch/dispatch.hh"
-#include "pipeline/plan/plan.hh"
+#include "rawpipe/plan.hh"
 #include "pipeline/stats/lcore_counters.hh"
 #include "pipeline/stats/stage_latency.hh"
 #include "pipeline/port/port.hh"

@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "pipeline/buf/mbuf.hh"
-#include "pipeline/common/status.hh"
+#include "rawpipe/mbuf.hh"
+#include "rawpipe/status.hh"
 #include "pipeline/wire/wire.hh"
 
 namespace rawpipe {

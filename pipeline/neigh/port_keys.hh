@@ -11,17 +11,13 @@
 #include <string_view>
 #include <vector>
 
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 #include "pipeline/wire/wire.hh"
+#include "rawpipe/plan.hh"
 
 namespace rawpipe {
 
 class ConfigSection;
-
-struct NeighPortKeys {
-  std::vector<std::string> addresses;
-  std::string mac;  // empty: the port's own
-};
 
 NeighPortKeys read_neigh_port_keys(ConfigSection& section);
 

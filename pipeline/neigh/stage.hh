@@ -23,23 +23,10 @@
 #include "pipeline/neigh/neigh.hh"
 #include "pipeline/stats/lcore_counters.hh"
 #include "pipeline/port/port.hh"
+#include "rawpipe/pipeline.hh"
 
 namespace rawpipe {
 
-struct NeighStats {
-  std::uint64_t replies = 0;    // replies taken by a tx queue
-  std::uint64_t ignored = 0;    // requests for addresses that are not ours
-  std::uint64_t malformed = 0;  // ARP/NS frames that break their format (left to the pipeline)
-  std::uint64_t tx_failed = 0;  // replies the tx queue did not take (dropped as tx_failed)
-
-  NeighStats& operator+=(const NeighStats& o) noexcept {
-    replies += o.replies;
-    ignored += o.ignored;
-    malformed += o.malformed;
-    tx_failed += o.tx_failed;
-    return *this;
-  }
-};
 
 class NeighStage {
  public:

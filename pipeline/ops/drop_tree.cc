@@ -1,4 +1,4 @@
-#include "pipeline/ops/drop_tree.hh"
+#include "rawpipe/drop_tree.hh"
 
 #include "pipeline/ops/publisher.hh"
 

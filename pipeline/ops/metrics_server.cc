@@ -1,4 +1,4 @@
-#include "pipeline/ops/metrics_server.hh"
+#include "rawpipe/metrics_server.hh"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

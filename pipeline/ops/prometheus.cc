@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline/stats/drop_reason.hh"
+#include "rawpipe/drop_reason.hh"
 
 namespace rawpipe::ops {
 namespace {

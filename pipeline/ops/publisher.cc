@@ -6,7 +6,7 @@
 #include <tuple>
 
 #include "pipeline/filter/filter.hh"
-#include "pipeline/ops/drop_tree.hh"
+#include "rawpipe/drop_tree.hh"
 #include "pipeline/stats/stage_latency.hh"
 #include "pipeline/stats/tsc.hh"
 

@@ -15,8 +15,9 @@
 #include <string>
 #include <thread>
 
-#include "pipeline/engine/pipeline.hh"
-#include "pipeline/ops/shm_stats.hh"
+#include "rawpipe/pipeline.hh"
+#include "rawpipe/stats_publisher.hh"
+#include "rawpipe/shm_stats.hh"
 #include "pipeline/stats/histogram.hh"
 
 namespace rawpipe::ops {
@@ -35,38 +36,7 @@ nlohmann::json stats_document(const Pipeline& pipeline, std::string_view name);
 // values are TSC cycles unless ns_per_unit > 0 says what one unit is.
 nlohmann::json histogram_json(const HistogramSnapshot& h, double ns_per_unit = 0);
 
-// Adds what the host knows beyond the pipeline (e.g. the app consumer's "end_to_end") to a
-// stats document; called on the publishing thread.
-using DocumentExtension = std::function<void(nlohmann::json&)>;
-
-class StatsPublisher {
- public:
-  StatsPublisher() = default;
-  StatsPublisher(const StatsPublisher&) = delete;
-  StatsPublisher& operator=(const StatsPublisher&) = delete;
-  ~StatsPublisher() { stop(); }
-
-  // Control path, before start(): adds the host's part to every document.
-  void set_extension(DocumentExtension f) { extension_ = std::move(f); }
-  // Creates the segment and publishes once before returning, then once per interval.
-  Status start(const Pipeline& pipeline, std::string_view name, std::chrono::milliseconds interval);
-  // Publishes a final document (running = false if the pipeline stopped) and removes the segment.
-  void stop();
-  // Publishes now (used before stop so the last figures reach readers).
-  void publish_now();
-  const std::string& path() const noexcept { return writer_.path(); }
-
- private:
-  void run();
-  const Pipeline* pipeline_ = nullptr;
-  std::string name_;
-  std::chrono::milliseconds interval_{1000};
-  DocumentExtension extension_;
-  ShmStatsWriter writer_;
-  std::mutex mu_;  // control threads only: guards stopping_ and serialises publishes
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::thread thread_;
-};
+// The answer to one request text (exposed for tests): status line, headers and body.
+std::string metrics_http_response(std::string_view request, const std::string& metrics_body);
 
 }  // namespace rawpipe::ops

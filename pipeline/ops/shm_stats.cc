@@ -1,4 +1,4 @@
-#include "pipeline/ops/shm_stats.hh"
+#include "rawpipe/shm_stats.hh"
 
 #include <fcntl.h>
 #include <sys/mman.h>

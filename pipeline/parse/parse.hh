@@ -35,9 +35,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "pipeline/buf/mbuf.hh"
-#include "pipeline/common/compiler.hh"
-#include "pipeline/stats/drop_reason.hh"
+#include "rawpipe/mbuf.hh"
+#include "rawpipe/compiler.hh"
+#include "rawpipe/drop_reason.hh"
 #include "pipeline/wire/wire.hh"
 
 namespace rawpipe {

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 #include "pipeline/port/port.hh"
 #include "pipeline/port/steering.hh"
 #include "pipeline/stats/counter.hh"

@@ -8,10 +8,10 @@
 #include <string_view>
 
 #include "pipeline/port/driver.hh"
+#include "rawpipe/config.hh"
 
 namespace rawpipe {
 
 std::span<const PmdDriver* const> all_pmds();
-const PmdDriver* find_pmd(std::string_view name);
 
 }  // namespace rawpipe

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/buf/mbuf.hh"
+#include "rawpipe/mbuf.hh"
 
 namespace rawpipe {
 

@@ -1,4 +1,4 @@
-#include "pipeline/privilege/drop.hh"
+#include "rawpipe/privilege.hh"
 
 #include <dirent.h>
 #include <grp.h>

@@ -1,4 +1,4 @@
-#include "pipeline/privilege/plugin_path.hh"
+#include "rawpipe/plugin_path.hh"
 
 #include <fcntl.h>
 #include <limits.h>

@@ -9,17 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "rawpipe/config.hh"
+
 namespace rawpipe {
 
 class ConfigSection;
-
-struct PrivilegeSettings {
-  bool drop = true;
-  std::string user;                      // empty: keep the uid
-  std::string group;                     // empty: the user's primary group
-  bool plugin_dirs_set = false;
-  std::vector<std::string> plugin_dirs;
-};
 
 // Reads the keys above from the [run] table; errors are recorded at their key.
 PrivilegeSettings read_privilege_keys(ConfigSection& run);

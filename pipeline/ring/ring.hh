@@ -26,8 +26,8 @@
 #include <new>
 #include <type_traits>
 
-#include "pipeline/common/compiler.hh"
-#include "pipeline/common/status.hh"
+#include "rawpipe/compiler.hh"
+#include "rawpipe/status.hh"
 
 namespace rawpipe {
 

@@ -11,8 +11,8 @@
 #include <memory>
 #include <new>
 
-#include "pipeline/common/compiler.hh"
-#include "pipeline/stats/drop_reason.hh"
+#include "rawpipe/compiler.hh"
+#include "rawpipe/drop_reason.hh"
 
 namespace rawpipe {
 

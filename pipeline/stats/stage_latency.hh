@@ -12,8 +12,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "pipeline/common/compiler.hh"
+#include "rawpipe/compiler.hh"
 #include "pipeline/stats/histogram.hh"
+#include "rawpipe/plan.hh"
 
 namespace rawpipe {
 
@@ -22,8 +23,6 @@ inline constexpr std::size_t kStageCount = static_cast<std::size_t>(Stage::kCoun
 inline constexpr std::array<std::string_view, kStageCount> kStageNames = {"rx",     "parse",    "classify",
                                                                           "filter", "dispatch", "burst"};
 
-// One timed poll in 64: about 0.1 ns per packet at 32-packet bursts (tests/bench/latency_bench.cc).
-inline constexpr std::uint32_t kDefaultLatencySample = 64;
 
 struct alignas(kFalseSharingRange) StageLatency {
   explicit StageLatency(std::uint32_t every) noexcept : every_(every ? every : 1), countdown_(every_) {}

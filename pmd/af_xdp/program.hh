@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 #include "pmd/af_xdp/af_xdp.hh"
 
 struct xdp_program;

@@ -29,7 +29,7 @@
 #include <rte_mbuf.h>
 
 #include "pipeline/buf/pool.hh"
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 
 struct rte_device;
 

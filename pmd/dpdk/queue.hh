@@ -17,7 +17,7 @@
 #include <rte_mbuf.h>
 
 #include "pipeline/buf/pool.hh"
-#include "pipeline/common/compiler.hh"
+#include "rawpipe/compiler.hh"
 
 namespace rawpipe::dpdk {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 
 namespace rawpipe::host {
 

@@ -14,7 +14,7 @@
 #include <span>
 #include <string>
 
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 
 namespace rawpipe::host {
 

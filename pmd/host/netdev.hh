@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 
 namespace rawpipe::host {
 

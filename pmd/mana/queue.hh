@@ -9,7 +9,7 @@
 #include <bit>
 #include <cstdint>
 
-#include "pipeline/common/compiler.hh"
+#include "rawpipe/compiler.hh"
 #include "pmd/mana/hw.hh"
 
 namespace rawpipe::mana {

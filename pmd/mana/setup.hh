@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 #include "pmd/mana/rx.hh"
 #include "pmd/mana/tx.hh"
 

@@ -7,7 +7,7 @@
 
 #include <string_view>
 
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 #include "pmd/rdma/loader.hh"
 
 namespace rawpipe::mana {

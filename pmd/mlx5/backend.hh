@@ -11,7 +11,7 @@
 #include <span>
 #include <string>
 
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 #include "pmd/mlx5/flow.hh"
 #include "pmd/mlx5/queue.hh"
 #include "pipeline/port/driver.hh"

@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 
 namespace rawpipe {
 

@@ -13,8 +13,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "pipeline/buf/mbuf.hh"
-#include "pipeline/common/compiler.hh"
+#include "rawpipe/mbuf.hh"
+#include "rawpipe/compiler.hh"
 #include "pipeline/stats/counter.hh"
 #include "pipeline/port/driver.hh"
 #include "pmd/rdma/doorbell.hh"

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 #include "pmd/rdma/discovery.hh"
 #include "pmd/rdma/loader.hh"
 

@@ -28,6 +28,7 @@
 #include "pipeline/classify/rule.hh"
 #include "pipeline/config/section.hh"
 #include "pipeline/port/registry.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe {
 namespace {

@@ -14,6 +14,8 @@
 #include "pipeline/lcore/lcore.hh"
 #include "pipeline/stats/histogram.hh"
 #include "tests/support/test_port.hh"
+#include "pipeline/port/driver.hh"
+#include "pipeline/buf/pool.hh"
 
 namespace rawpipe {
 namespace {

@@ -19,6 +19,7 @@
 #include "pipeline/buf/pool.hh"
 #include "pipeline/config/section.hh"
 #include "pipeline/port/registry.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe {
 namespace {

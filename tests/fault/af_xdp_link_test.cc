@@ -14,6 +14,7 @@
 
 #include "tests/fault/fault_support.hh"
 #include "tests/support/netns.hh"
+#include "pipeline/port/registry.hh"
 
 namespace rawpipe::fault {
 namespace {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "pipeline/buf/pool.hh"
-#include "pipeline/plan/plan.hh"
+#include "rawpipe/plan.hh"
 #include "pipeline/wire/builder.hh"
 #include "pipeline/port/driver.hh"
 

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/fault/fault_support.hh"
+#include "pipeline/port/registry.hh"
 
 namespace rawpipe::fault {
 namespace {

@@ -20,6 +20,7 @@
 #include "pipeline/classify/table.hh"
 #include "pipeline/parse/parse.hh"
 #include "tests/support/guarded_pool.hh"
+#include "pipeline/port/driver.hh"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "pipeline/config/loader.hh"
+#include "rawpipe/config.hh"
 #include "pipeline/port/registry.hh"
 
 namespace {

@@ -20,6 +20,7 @@
 #include "pipeline/buf/pool.hh"
 #include "pipeline/config/section.hh"
 #include "pipeline/port/registry.hh"
+#include "pipeline/port/driver.hh"
 
 namespace {
 

@@ -31,8 +31,8 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/config/loader.hh"
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/config.hh"
+#include "rawpipe/pipeline.hh"
 #include "pipeline/filter/filter.hh"
 #include "pipeline/ring/ring.hh"
 #include "pipeline/port/registry.hh"

@@ -15,7 +15,7 @@
 #include <memory>
 #include <span>
 
-#include "pipeline/buf/mbuf.hh"
+#include "rawpipe/mbuf.hh"
 #include "pipeline/buf/pool.hh"
 
 namespace rawpipe::testing {

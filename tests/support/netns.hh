@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 
 namespace rawpipe::test {
 

@@ -7,6 +7,8 @@
 
 #include "pipeline/classify/rule.hh"
 #include "pipeline/wire/builder.hh"
+#include "pipeline/port/driver.hh"
+#include "pipeline/buf/pool.hh"
 
 namespace rawpipe::testing {
 

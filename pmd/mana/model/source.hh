@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/common/status.hh"
+#include "rawpipe/status.hh"
 
 namespace rawpipe::mana {
 

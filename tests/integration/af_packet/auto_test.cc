@@ -11,6 +11,7 @@
 #include "pipeline/config/section.hh"
 #include "pipeline/port/registry.hh"
 #include "tests/support/netns.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe {
 namespace {

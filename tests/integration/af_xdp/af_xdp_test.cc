@@ -21,12 +21,13 @@
 
 #include "pipeline/buf/pool.hh"
 #include "pipeline/classify/rule.hh"
-#include "pipeline/config/loader.hh"
+#include "rawpipe/config.hh"
 #include "pipeline/config/section.hh"
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/pipeline.hh"
 #include "pipeline/wire/builder.hh"
 #include "pipeline/port/registry.hh"
 #include "tests/support/netns.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe {
 namespace {

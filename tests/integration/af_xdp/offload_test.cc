@@ -12,8 +12,8 @@
 #include <cstring>
 #include <thread>
 
-#include "pipeline/config/loader.hh"
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/config.hh"
+#include "rawpipe/pipeline.hh"
 #include "pipeline/port/registry.hh"
 #include "tests/support/netns.hh"
 

@@ -11,6 +11,7 @@
 
 #include "pipeline/classify/rule.hh"
 #include "pipeline/wire/builder.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe::af_xdp {
 namespace {

@@ -15,7 +15,7 @@
 #include <sstream>
 #include <thread>
 
-#include "pipeline/buf/mbuf.hh"
+#include "rawpipe/mbuf.hh"
 #include "tests/support/netns.hh"
 #include "tests/support/process.hh"
 

@@ -13,8 +13,8 @@
 #include <cstring>
 #include <regex>
 
-#include "pipeline/config/loader.hh"
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/config.hh"
+#include "rawpipe/pipeline.hh"
 #include "pipeline/neigh/stage.hh"
 #include "pipeline/port/registry.hh"
 #include "tests/support/netns.hh"

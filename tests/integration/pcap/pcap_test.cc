@@ -15,11 +15,12 @@
 #include "pipeline/buf/pool.hh"
 #include "pipeline/capture/tap.hh"
 #include "pipeline/capture/writer.hh"
-#include "pipeline/config/loader.hh"
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/config.hh"
+#include "rawpipe/pipeline.hh"
 #include "pipeline/wire/builder.hh"
 #include "pipeline/port/registry.hh"
 #include "tests/support/netns.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe {
 namespace {

@@ -21,8 +21,8 @@
 #include <sstream>
 #include <thread>
 
-#include "pipeline/ops/shm_stats.hh"
-#include "pipeline/privilege/drop.hh"
+#include "rawpipe/shm_stats.hh"
+#include "rawpipe/privilege.hh"
 #include "tests/support/netns.hh"
 #include "tests/support/process.hh"
 

@@ -20,6 +20,7 @@
 #include "pipeline/wire/wire.hh"
 #include "pipeline/port/registry.hh"
 #include "tests/support/netns.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe {
 namespace {

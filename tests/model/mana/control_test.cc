@@ -15,6 +15,8 @@
 #include "pmd/mana/probe.hh"
 #include "pmd/rdma/preflight.hh"
 #include "tests/model/mana/harness.hh"
+#include "pipeline/port/driver.hh"
+#include "pipeline/buf/pool.hh"
 
 namespace rawpipe::mana {
 namespace {

@@ -11,6 +11,8 @@
 #include "pmd/drivers.hh"
 #include "pmd/mana/probe.hh"
 #include "tests/model/mana/harness.hh"
+#include "pipeline/port/driver.hh"
+#include "pipeline/buf/pool.hh"
 
 namespace rawpipe::mana {
 namespace {

@@ -13,6 +13,7 @@
 #include "pipeline/parse/parse.hh"
 #include "pmd/mlx5/probe.hh"
 #include "pipeline/port/registry.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe {
 namespace {

@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "pipeline/capture/tap.hh"
-#include "pipeline/config/loader.hh"
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/config.hh"
+#include "rawpipe/pipeline.hh"
 #include "pipeline/port/registry.hh"
 #include "tests/support/test_port.hh"
 

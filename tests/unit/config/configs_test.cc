@@ -7,9 +7,10 @@
 #include <fstream>
 #include <set>
 
-#include "pipeline/config/loader.hh"
+#include "rawpipe/config.hh"
 #include "pipeline/port/registry.hh"
 #include "tests/support/build_tree.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <thread>
 
-#include "pipeline/config/loader.hh"
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/config.hh"
+#include "rawpipe/pipeline.hh"
 #include "pipeline/filter/plugin.hh"
 #include "pipeline/port/registry.hh"
 

@@ -1,10 +1,12 @@
-#include "pipeline/config/loader.hh"
+#include "rawpipe/config.hh"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "pipeline/config/section.hh"
+#include "pipeline/port/registry.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe {
 namespace {

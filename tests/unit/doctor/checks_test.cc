@@ -3,10 +3,11 @@
 #include <gtest/gtest.h>
 #include <linux/capability.h>
 
-#include "apps/rawpipe/doctor/checks.hh"
-#include "apps/rawpipe/doctor/xdp_limits.hh"
-#include "pipeline/buf/mbuf.hh"
+#include "services/doctor/checks.hh"
+#include "services/doctor/xdp_limits.hh"
+#include "rawpipe/mbuf.hh"
 #include "pipeline/port/registry.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe::doctor {
 namespace {

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "apps/rawpipe/doctor/facts.hh"
-#include "apps/rawpipe/doctor/host_text.hh"
+#include "services/doctor/facts.hh"
+#include "services/doctor/host_text.hh"
 #include "pmd/host/caps.hh"
 #include "pmd/host/link_stats.hh"
 #include "pmd/host/netdev.hh"

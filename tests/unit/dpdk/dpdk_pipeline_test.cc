@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/config/loader.hh"
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/config.hh"
+#include "rawpipe/pipeline.hh"
 #include "pipeline/port/registry.hh"
 #include "tests/support/frames.hh"
 

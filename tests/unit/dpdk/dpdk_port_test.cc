@@ -16,6 +16,7 @@
 
 #ifdef RAWPIPE_HAVE_PMD_PCAP
 #include <pcap/pcap.h>
+#include "pipeline/port/driver.hh"
 #endif
 
 namespace rawpipe {

@@ -1,6 +1,6 @@
 // End-to-end: test port -> parse -> classify -> dispatch -> endpoints, with lcore threads, exact
 // counts per endpoint and per drop reason, and the accounting identity.
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/pipeline.hh"
 
 #include <gtest/gtest.h>
 

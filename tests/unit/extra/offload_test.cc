@@ -9,6 +9,7 @@
 #include "pipeline/extra/extra.hh"
 #include "pipeline/classify/rule.hh"
 #include "tests/unit/extra/plan_util.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe {
 namespace {

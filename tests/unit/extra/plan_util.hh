@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/pipeline.hh"
 #include "tests/support/test_port.hh"
 
 namespace rawpipe::extra_test {

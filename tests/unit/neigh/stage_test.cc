@@ -9,8 +9,8 @@
 #include <cstring>
 #include <thread>
 
-#include "pipeline/config/loader.hh"
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/config.hh"
+#include "rawpipe/pipeline.hh"
 #include "pipeline/neigh/port_keys.hh"
 #include "pipeline/wire/builder.hh"
 #include "pipeline/port/registry.hh"

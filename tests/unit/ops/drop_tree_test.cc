@@ -2,7 +2,7 @@
 // by stage, port-side losses (pool, device, kernel/NIC counters) by port.
 #include <gtest/gtest.h>
 
-#include "pipeline/ops/drop_tree.hh"
+#include "rawpipe/drop_tree.hh"
 
 namespace rawpipe::ops {
 namespace {

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pipeline/config/loader.hh"
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/config.hh"
+#include "rawpipe/pipeline.hh"
 #include "pipeline/filter/filter.hh"
 #include "pipeline/ops/publisher.hh"
 #include "pipeline/stats/histogram.hh"

@@ -20,13 +20,14 @@
 #include <sstream>
 #include <thread>
 
-#include "pipeline/config/loader.hh"
+#include "rawpipe/config.hh"
 #include "pipeline/config/metrics_section.hh"
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/pipeline.hh"
 #include "pipeline/filter/filter.hh"
-#include "pipeline/ops/metrics_server.hh"
+#include "rawpipe/metrics_server.hh"
 #include "pipeline/ops/prometheus.hh"
 #include "pipeline/port/registry.hh"
+#include "pipeline/ops/publisher.hh"
 
 namespace rawpipe::ops {
 namespace {

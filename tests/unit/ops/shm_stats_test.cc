@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pipeline/config/loader.hh"
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/config.hh"
+#include "rawpipe/pipeline.hh"
 #include "pipeline/ops/publisher.hh"
-#include "pipeline/ops/shm_stats.hh"
+#include "rawpipe/shm_stats.hh"
 #include "pipeline/port/registry.hh"
 
 namespace rawpipe::ops {

@@ -1,8 +1,6 @@
 // rawpipe dissect: golden lines for well-formed, VLAN, IPv6, fragmented, malformed and non-IP
 // frames; truncated and missing files.
-//
-// The app's sources are not a library, so this test compiles dissect.cc into itself.
-#include "apps/rawpipe/dissect.cc"  // NOLINT(bugprone-suspicious-include)
+#include "rawpipe/dissect.hh"
 
 #include <pcap/pcap.h>
 #include <unistd.h>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "pipeline/wire/builder.hh"
+#include <fmt/format.h>
 
 namespace rawpipe {
 namespace {

@@ -15,6 +15,7 @@
 #include "pipeline/config/section.hh"
 #include "pipeline/wire/builder.hh"
 #include "pipeline/port/registry.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe {
 namespace {

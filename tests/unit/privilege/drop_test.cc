@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/privilege/drop.hh"
+#include "rawpipe/privilege.hh"
 
 namespace rawpipe::privilege {
 namespace {

@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "pipeline/capture/writer.hh"
-#include "pipeline/ops/shm_stats.hh"
+#include "rawpipe/shm_stats.hh"
 
 namespace rawpipe {
 namespace {

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "pipeline/filter/plugin.hh"
-#include "pipeline/privilege/plugin_path.hh"
+#include "rawpipe/plugin_path.hh"
 
 namespace rawpipe {
 namespace {

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <thread>
 
-#include "pipeline/config/loader.hh"
-#include "pipeline/engine/pipeline.hh"
+#include "rawpipe/config.hh"
+#include "rawpipe/pipeline.hh"
 #include "pipeline/wire/wire.hh"
 #include "pipeline/port/registry.hh"
 

@@ -14,6 +14,7 @@
 #include "pipeline/wire/checksum.hh"
 #include "pmd/drivers.hh"
 #include "pipeline/port/registry.hh"
+#include "pipeline/port/driver.hh"
 
 namespace rawpipe {
 namespace {

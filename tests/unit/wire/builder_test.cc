@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "pipeline/buf/mbuf.hh"
+#include "rawpipe/mbuf.hh"
 #include "pipeline/parse/parse.hh"
 #include "pipeline/wire/checksum.hh"
 #include "tests/support/golden_frames.hh"

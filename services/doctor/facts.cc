@@ -1,0 +1,161 @@
+#include "services/doctor/facts.hh"
+
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#if defined(RAWPIPE_HAVE_RDMA)
+#include "pmd/rdma/discovery.hh"
+#include "pmd/rdma/loader.hh"
+#endif
+#if defined(RAWPIPE_HAVE_PMD_AF_XDP)
+#include "pmd/af_xdp/program.hh"
+#endif
+#if defined(RAWPIPE_HAVE_PMD_MLX5)
+#include "pmd/mlx5/probe.hh"
+#endif
+#if defined(RAWPIPE_HAVE_PMD_MANA)
+#include "pmd/mana/probe.hh"
+#endif
+
+namespace rawpipe::doctor {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::uint64_t sysfs_u64(const fs::path& p, bool& ok) {
+  auto v = parse_sysfs_int(slurp(p));
+  if (!v || *v < 0) {
+    ok = false;
+    return 0;
+  }
+  return static_cast<std::uint64_t>(*v);
+}
+
+std::string run_probe(const std::string& rung, const std::string& ifname) {
+  (void)ifname;
+#if defined(RAWPIPE_HAVE_PMD_MLX5)
+  if (rung == "mlx5") return probe_mlx5(ifname).message();
+#endif
+#if defined(RAWPIPE_HAVE_PMD_MANA)
+  if (rung == "mana") return probe_mana(ifname).message();
+#endif
+  return fmt::format("the {} driver is not built into this binary", rung);
+}
+
+NetdevFacts netdev_facts(const std::string& name, const std::vector<std::string>& probes, const GatherOptions& o) {
+  NetdevFacts f;
+  f.name = name;
+  auto flags = host::interface_flags(name);
+  if (!flags) {
+    f.error = flags.message();
+    return f;
+  }
+  f.exists = true;
+  f.mtu = flags->mtu;
+  f.up = flags->up;
+#if defined(RAWPIPE_HAVE_RDMA)
+  if (auto d = rdma::discover_netdev(name, o.sysfs_root)) {
+    f.driver = d->driver;
+    f.rdma_devices = d->rdma_devices;
+    f.rdma_port = d->rdma_port;
+  }
+#endif
+  if (f.driver.empty()) {
+    std::error_code ec;
+    fs::path target = fs::read_symlink(fs::path(o.sysfs_root) / "class/net" / name / "device/driver", ec);
+    f.driver = !ec ? target.filename().string() : std::string();
+  }
+#if defined(RAWPIPE_HAVE_RDMA)
+  if (f.driver.empty()) f.driver = rdma::ethtool_driver(name);
+#endif
+  if (auto ch = host::ethtool_channels(name)) {
+    f.channels_known = true;
+    f.channels = ch.value();
+  } else {
+    f.channels_error = ch.message();
+  }
+  f.numa_node = host::netdev_numa_node(name, o.sysfs_root);
+  for (const std::string& rung : probes) f.probes[rung] = run_probe(rung, name);
+  return f;
+}
+
+}  // namespace
+
+std::map<int, int> read_cpu_nodes(const std::string& sysfs_root) {
+  std::map<int, int> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(sysfs_root) / "devices/system/node", ec)) {
+    const std::string n = e.path().filename().string();
+    if (!n.starts_with("node") || n.size() == 4 || !std::all_of(n.begin() + 4, n.end(), ::isdigit)) continue;
+    auto cpus = parse_cpu_list(slurp(e.path() / "cpulist"));
+    if (!cpus) continue;
+    for (int c : cpus.value()) out[c] = std::atoi(n.c_str() + 4);
+  }
+  return out;
+}
+
+HostFacts gather_host(const GatherOptions& o) {
+  HostFacts h;
+  if (auto caps = host::read_caps()) {
+    h.caps_known = true;
+    h.caps = caps.value();
+  }
+  h.is_root = geteuid() == 0;
+  rlimit rl{};
+  if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
+    h.memlock_soft = rl.rlim_cur == RLIM_INFINITY ? kUnlimited : rl.rlim_cur;
+    h.memlock_hard = rl.rlim_max == RLIM_INFINITY ? kUnlimited : rl.rlim_max;
+  }
+  const fs::path huge = fs::path(o.sysfs_root) / "kernel/mm/hugepages/hugepages-2048kB";
+  bool ok = true;
+  h.hugepages_total = sysfs_u64(huge / "nr_hugepages", ok);
+  h.hugepages_free = sysfs_u64(huge / "free_hugepages", ok);
+  h.hugepages_reserved = sysfs_u64(huge / "resv_hugepages", ok);
+  h.hugepages_known = ok;
+  h.mounts = parse_mounts(slurp(fs::path(o.proc_root) / "self/mounts"));
+  h.cpu_node = read_cpu_nodes(o.sysfs_root);
+
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(o.sysfs_root) / "class/net", ec))
+    h.interfaces.push_back(e.path().filename().string());
+  std::sort(h.interfaces.begin(), h.interfaces.end());
+  for (const auto& [name, probes] : o.interfaces) h.netdevs[name] = netdev_facts(name, probes, o);
+  if (o.all_interfaces)
+    for (const std::string& name : h.interfaces)
+      if (!h.netdevs.count(name)) h.netdevs[name] = netdev_facts(name, {"mlx5", "mana"}, o);
+
+#if defined(RAWPIPE_HAVE_RDMA)
+  h.rdma_built = true;
+  if (auto v = rdma::load_ibverbs(); !v) h.ibverbs_error = v.message();
+#endif
+  for (const auto& e : fs::directory_iterator(fs::path(o.sysfs_root) / "class/infiniband", ec))
+    h.rdma_devices.push_back(e.path().filename().string());
+  std::sort(h.rdma_devices.begin(), h.rdma_devices.end());
+
+#if defined(RAWPIPE_HAVE_PMD_AF_XDP)
+  h.af_xdp_built = true;
+  if (auto obj = af_xdp::find_program_object())
+    h.xdp_object = obj.value();
+  else
+    h.xdp_object_error = obj.message();
+#endif
+  utsname u{};
+  if (uname(&u) == 0) h.kernel = u.release;
+  h.binary = fs::read_symlink(fs::path(o.proc_root) / "self/exe", ec).string();
+  return h;
+}
+
+}  // namespace rawpipe::doctor

@@ -1,0 +1,71 @@
+// What the doctor knows about this machine, gathered once (gather_host) and then judged by the
+// checks. Keeping facts and judgement apart lets tests feed the checks fabricated machines.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "services/doctor/host_text.hh"
+#include "pmd/host/caps.hh"
+#include "pmd/host/netdev.hh"
+
+namespace rawpipe::doctor {
+
+inline constexpr std::uint64_t kUnlimited = ~std::uint64_t(0);
+
+struct NetdevFacts {
+  std::string name;
+  bool exists = false;
+  std::string error;                  // why it is missing
+  std::string driver;                 // "" for virtual interfaces without one
+  std::uint32_t mtu = 0;
+  bool up = false;
+  bool channels_known = false;
+  host::Channels channels;
+  std::string channels_error;
+  int numa_node = -1;
+  std::vector<std::string> rdma_devices;
+  std::uint8_t rdma_port = 1;
+  // Rung probes of the auto ladder (pmd/mlx5/probe.hh, pmd/mana/probe.hh): "" = usable, else why not.
+  std::map<std::string, std::string> probes;
+};
+
+struct HostFacts {
+  bool caps_known = false;
+  host::CapSet caps;
+  bool is_root = false;
+  std::uint64_t memlock_soft = 0, memlock_hard = 0;  // bytes; kUnlimited for RLIM_INFINITY
+  bool hugepages_known = false;
+  std::uint64_t hugepages_total = 0, hugepages_free = 0, hugepages_reserved = 0;  // 2 MiB pages
+  std::vector<MountEntry> mounts;
+  std::map<int, int> cpu_node;        // online CPU -> NUMA node (empty: no NUMA information)
+  std::vector<std::string> interfaces;  // every interface in this namespace
+  std::map<std::string, NetdevFacts> netdevs;
+  // rdma-core: whether libibverbs loads (error text when not), and the RDMA devices sysfs lists.
+  bool rdma_built = false;
+  std::string ibverbs_error;
+  std::vector<std::string> rdma_devices;
+  // The XDP program af_xdp ports attach (pmd/af_xdp/program.hh finds it): its path, or why not.
+  bool af_xdp_built = false;
+  std::string xdp_object;
+  std::string xdp_object_error;
+  std::string kernel;                 // uname -r
+  std::string binary;                 // /proc/self/exe, for setcap fixes
+};
+
+struct GatherOptions {
+  std::string sysfs_root = "/sys";
+  std::string proc_root = "/proc";
+  // Interfaces to look at in detail, with the rung probes to run on each ("mlx5", "mana").
+  std::map<std::string, std::vector<std::string>> interfaces;
+  bool all_interfaces = false;        // look at every interface (doctor without a config)
+};
+
+HostFacts gather_host(const GatherOptions& options);
+
+// CPU -> node from <sysfs_root>/devices/system/node/node*/cpulist.
+std::map<int, int> read_cpu_nodes(const std::string& sysfs_root);
+
+}  // namespace rawpipe::doctor
