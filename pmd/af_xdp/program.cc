@@ -92,8 +92,11 @@ std::filesystem::path loaded_module() {
   return ec ? path : real;
 }
 
+// path is canonical already; dir is made so (the build root may be reached through a symlink).
 bool is_within(const std::filesystem::path& path, const std::filesystem::path& dir) {
-  auto rel = path.lexically_relative(dir);
+  std::error_code ec;
+  std::filesystem::path real = std::filesystem::weakly_canonical(dir, ec);
+  auto rel = path.lexically_relative(ec ? dir : real);
   return !rel.empty() && *rel.begin() != "..";
 }
 
