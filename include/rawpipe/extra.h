@@ -193,7 +193,7 @@ typedef struct rawpipe_api {
 
 /* NULL when `abi_version` is not provided by this library (rawpipe_api_error() says why). */
 RAWPIPE_API const rawpipe_api_t *rawpipe_get_api(uint32_t abi_version);
-const char *rawpipe_api_error(void);
+RAWPIPE_API const char *rawpipe_api_error(void);
 
 #ifdef __cplusplus
 }

@@ -18,8 +18,11 @@ struct SteeringRules;
 
 namespace rawpipe::af_xdp {
 
-// Where the compiled program is looked for, in order: $RAWPIPE_XDP_OBJ, the build directory, the
-// installed data directory. Returns the first that exists or an error listing all three.
+// Where the compiled program is looked for: $RAWPIPE_XDP_OBJ alone when it is set; else, for code
+// running from the build tree, the build's object; for an installed copy, the installed object
+// relative to the library or executable it was loaded from (so a --destdir tree or a moved prefix
+// uses its own), then the configured install path. Returns the first that exists or an error
+// listing where it looked.
 Result<std::string> find_program_object();
 
 class SteerProgram {

@@ -1,0 +1,54 @@
+// The main() of every GoogleTest program here.
+//
+// meson reports a test program as skipped only when it exits 77 (the GNU skip code); GoogleTest
+// exits 0 when every test called GTEST_SKIP, so a host without root, a NIC or a peer tool would
+// show "OK" for tests that never ran. Here a program whose selected tests all skipped exits 77,
+// and one where only some skipped still passes but names each skipped test with its reason on
+// stderr, which meson keeps in the test log (and prints with --print-errorlogs on failure).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+namespace {
+
+constexpr int kMesonSkip = 77;
+
+std::string skip_reason(const testing::TestResult& result) {
+  for (int i = 0; i < result.total_part_count(); ++i) {
+    const testing::TestPartResult& part = result.GetTestPartResult(i);
+    if (part.skipped()) {
+      std::string why = part.message();
+      while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+      return why.empty() ? "(no reason given)" : why;
+    }
+  }
+  return "(skipped by its suite's SetUpTestSuite)";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  const int status = RUN_ALL_TESTS();
+  const testing::UnitTest& unit = *testing::UnitTest::GetInstance();
+  const int skipped = unit.skipped_test_count();
+  if (skipped == 0) return status;
+
+  for (int s = 0; s < unit.total_test_suite_count(); ++s) {
+    const testing::TestSuite& suite = *unit.GetTestSuite(s);
+    for (int t = 0; t < suite.total_test_count(); ++t) {
+      const testing::TestInfo& test = *suite.GetTestInfo(t);
+      if (test.should_run() && test.result()->Skipped())
+        std::fprintf(stderr, "skipped: %s.%s: %s\n", suite.name(), test.name(), skip_reason(*test.result()).c_str());
+    }
+  }
+  if (status != 0) return status;
+  if (skipped == unit.test_to_run_count()) {
+    std::fprintf(stderr, "skipped: all %d tests of this program (reported to meson as a skip, exit %d)\n", skipped,
+                 kMesonSkip);
+    return kMesonSkip;
+  }
+  std::fprintf(stderr, "skipped: %d of %d tests; the rest passed\n", skipped, unit.test_to_run_count());
+  return status;
+}
