@@ -51,7 +51,7 @@ else
     ok "librawpipe.so (the link-time name) -> $real" || fail "librawpipe.so does not lead to $real"
 fi
 [ -f "$lib/librawpipe.a" ] && ok "librawpipe.a" || fail "no librawpipe.a in $lib"
-for h in "$src"/include/rawpipe/*; do
+for h in "$src"/include/rawpipe/*.h "$src"/include/rawpipe/*.hh "$build"/include/rawpipe/*.h; do
   name=$(basename "$h")
   if cmp -s "$h" "$dest$includedir/rawpipe/$name"; then ok "header rawpipe/$name"; else
     fail "include/rawpipe/$name is not installed as $includedir/rawpipe/$name (include/meson.build's list)"
@@ -84,8 +84,9 @@ done
 if [ -f "$build/pmd/af_xdp/xdp_steer.bpf.o" ]; then
   if [ -f "$lib/rawpipe/xdp_steer.bpf.o" ]; then
     ok "xdp_steer.bpf.o in $libdir/rawpipe"
-    # doctor reports where the af_xdp driver's own lookup found the object.
-    found=$(env -u RAWPIPE_XDP_OBJ "$app" doctor --json 2>/dev/null |
+    # doctor reports where the af_xdp driver's own lookup found the object. The installed app
+    # must load the installed library (meson's test environment puts the build tree first).
+    found=$(env -u RAWPIPE_XDP_OBJ LD_LIBRARY_PATH="$lib" "$app" doctor --json 2>/dev/null |
       python3 -c 'import json, sys
 for c in json.load(sys.stdin).get("checks", []):
     if c.get("check") == "xdp program": print(c.get("detail", ""))' || true)
