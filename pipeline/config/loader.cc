@@ -42,7 +42,9 @@ std::uint32_t ring_size(ConfigSection& s, std::string_view key, std::uint32_t fa
 SourceLocation where(const ConfigSection& s) { return {s.file(), s.line()}; }
 
 std::string read_name(ConfigSection& s, std::string_view kind, std::size_t index) {
-  std::string name = s.string("name");  // a missing name is reported here, an empty one by the validator
+  std::string name = s.string("name");
+  // Other tables refer to it by name: an empty one cannot be resolved, so it is a reading error.
+  if (s.has("name") && name.empty()) s.fail("name", "expected a non-empty string");
   s.set_label(fmt::format("{}[{}] '{}'", kind, index, name));
   return name;
 }
