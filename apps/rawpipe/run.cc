@@ -123,7 +123,10 @@ int run_command(const RunOptions& options) {
   // Port-to-consumer latency of stamped packets, sampled like the stage timing ([metrics]).
   E2eLatency e2e(pipeline->endpoint_count(), plan.metrics.latency_sample);
   RingConsumer consumer;
-  if (plan.metrics.latency_sample) consumer.set_e2e(&e2e);
+  // Only a port that stamps packets (PortCaps::timestamps) gives a port-to-consumer latency.
+  bool stamped = false;
+  for (std::uint16_t p = 0; p < pipeline->port_count(); ++p) stamped |= pipeline->port_caps(p).timestamps;
+  if (plan.metrics.latency_sample && stamped) consumer.set_e2e(&e2e);
   const ops::DocumentExtension add_e2e = [&e2e, &pipeline](nlohmann::json& doc) {
     doc["end_to_end"] = e2e.json(*pipeline);
   };

@@ -1,7 +1,8 @@
 // The pipeline: everything a Plan describes, built, started, stopped and accounted for.
 //
 // Life cycle (all control path, one control thread at a time unless stated):
-//   create(plan)  builds the pools, opens every port through its spec (PortSpec::open), compiles
+//   create(plan)  checks the plan as the config loader does (pipeline/plan/validate.hh), then
+//                 builds the pools, opens every port through its spec (PortSpec::open), compiles
 //                 the endpoints' rules into the classifier, creates one SPSC ring per
 //                 (lcore, ring endpoint) and the lcores' state. Nothing runs yet. Errors name the
 //                 config file and line of the element that failed.
@@ -44,17 +45,14 @@
 namespace rawpipe {
 
 // The engine's parts; internal (pipeline/), opaque here.
-class Classifier;
+class EndpointQueues;
 class FilterPlugin;
 class FilterStage;
-class Lcore;
+struct PipelineParts;
 class Pool;
 class Port;
-struct EndpointRings;
+class RunControl;
 struct StageLatency;
-struct LcoreTaps;
-class NeighStage;
-class NeighTable;
 class TapWriter;
 
 // One lcore's counters at one instant (a consistent-enough copy: each value is exact, the set is
@@ -159,9 +157,10 @@ class RAWPIPE_API Pipeline {
   Status start();
   void request_stop() noexcept;
   Status stop();
-  bool running() const noexcept { return running_; }
+  // Any thread, any time (also while stop() runs).
+  bool running() const noexcept;
   // True once request_stop() was called (e.g. by a signal handler); the app's wait loop polls it.
-  bool stop_requested() const noexcept { return stop_flag_.load(std::memory_order_relaxed); }
+  bool stop_requested() const noexcept;
 
   // MT-safe, any thread, any time.
   PipelineSnapshot snapshot() const;
@@ -192,10 +191,10 @@ class RAWPIPE_API Pipeline {
 
   // The Extra API's filter stage (pipeline/filter/filter.hh): callbacks may be attached and
   // removed at any time, also while lcores run.
-  FilterStage& filters() noexcept { return *filters_; }
+  FilterStage& filters() noexcept;
   // The plugins of the plan's [[filters]] entries, loaded and attached by create(), in plan order;
   // unloaded when the pipeline is destroyed.
-  const std::vector<std::unique_ptr<FilterPlugin>>& filter_plugins() const noexcept { return plugins_; }
+  const std::vector<std::unique_ptr<FilterPlugin>>& filter_plugins() const noexcept;
 
   // Offload on/off per endpoint at run time (the Extra API's thread_offload analogue; MT-safe
   // among control threads, lcores keep running). Off: ports that can leave traffic to the kernel
@@ -203,7 +202,7 @@ class RAWPIPE_API Pipeline {
   // that still arrive for it are dropped as kEndpointOffloadOff (pipeline/filter/filter.hh).
   Status set_endpoint_offload(std::uint16_t endpoint, bool offloaded);
   bool endpoint_offloaded(std::uint16_t endpoint) const;
-  const FilterStage& filters() const noexcept { return *filters_; }
+  const FilterStage& filters() const noexcept;
   // Lcore `lcore`'s sampled stage latencies (plan order); null when sampling is off.
   const StageLatency* lcore_latency(std::size_t lcore) const noexcept;
 
@@ -211,7 +210,7 @@ class RAWPIPE_API Pipeline {
   std::optional<std::uint16_t> endpoint_id(std::string_view name) const noexcept;
   std::optional<std::uint16_t> port_id(std::string_view name) const noexcept;
   std::size_t endpoint_count() const noexcept { return plan_.endpoints.size(); }
-  std::size_t port_count() const noexcept { return ports_.size(); }
+  std::size_t port_count() const noexcept { return plan_.ports.size(); }
   std::size_t lcore_count() const noexcept { return plan_.lcores.size(); }
   const std::string& endpoint_name(std::uint16_t endpoint) const { return plan_.endpoints.at(endpoint).name; }
   const std::string& port_name(std::uint16_t port) const { return plan_.ports.at(port).name; }
@@ -243,36 +242,13 @@ class RAWPIPE_API Pipeline {
 
  private:
   explicit Pipeline(const Plan& plan);
-  Status build();
-  Status push_steering();
-  Status build_neigh_tables();
-  Status build_taps();
-  void join_lcores() noexcept;
-  void stop_ports() noexcept;
 
+  // The facade over three components (pipeline/engine/): the builder's parts (builder.hh), run
+  // control (run_control.hh) and, inside the parts, the endpoint queues (endpoint_queues.hh).
   Plan plan_;
-  std::vector<std::unique_ptr<Pool>> pools_;       // plan order; outlive ports_
-  std::vector<std::unique_ptr<Port>> ports_;       // by port id
-  std::unique_ptr<Classifier> classifier_;
-  std::unique_ptr<FilterStage> filters_;
-  std::vector<std::unique_ptr<EndpointRings>> rings_;  // by endpoint id; null for non-ring endpoints
-  std::vector<std::unique_ptr<Lcore>> lcores_;
-  std::vector<std::unique_ptr<FilterPlugin>> plugins_;  // unloaded after the lcores stop, before the pools go
-  std::vector<std::unique_ptr<TapWriter>> taps_;           // plan order
-  std::vector<std::unique_ptr<LcoreTaps>> lcore_taps_;     // by lcore; empty without taps
-  std::vector<std::unique_ptr<NeighTable>> neigh_tables_;  // by port id; null without addresses
-  std::vector<std::unique_ptr<NeighStage>> neigh_stages_;  // by lcore; empty without addresses
-  std::vector<std::thread> threads_;
-  std::vector<std::vector<int>> tx_queue_of_;      // [lcore][port]: its tx queue there, or -1
-  std::atomic<bool> stop_flag_{false};
-  std::atomic<int> go_{0};                         // lcore threads: 0 wait, 1 run, 2 exit
-  bool running_ = false;
-  bool started_once_ = false;
-  bool ports_started_ = false;
-  std::uint32_t config_rules_ = 0;                 // rule ids 1..config_rules_ came from the plan
-  std::uint64_t drained_ = 0;
+  std::unique_ptr<PipelineParts> parts_;
+  std::unique_ptr<RunControl> run_;
+  EndpointQueues* queues_ = nullptr;  // parts_->queues: one load less on the consumer's calls
 };
-
-static_assert(std::atomic<bool>::is_always_lock_free, "request_stop must be async-signal-safe");
 
 }  // namespace rawpipe

@@ -19,13 +19,15 @@
 #include "pipeline/neigh/port_keys.hh"
 #include "pipeline/port/registry.hh"
 #include "pipeline/privilege/settings.hh"
+#include "pipeline/plan/validate.hh"
 
 namespace rawpipe {
 namespace {
 
-constexpr std::int64_t kMaxQueues = 256;
-constexpr std::int64_t kMaxRingSize = 1 << 20;
-constexpr std::size_t kMaxEndpoints = Mbuf::kNoEndpoint;  // 0xffff marks "no endpoint"
+// The loader reads each value into the Plan's type; whether the value is acceptable is
+// pipeline/plan/validate.cc's decision, so these are the types' ranges only.
+constexpr std::int64_t kU16 = 0xffff;
+constexpr std::int64_t kU32 = 0xffffffff;
 
 std::string join_names(const std::vector<std::string_view>& names) {
   std::string out;
@@ -33,43 +35,26 @@ std::string join_names(const std::vector<std::string_view>& names) {
   return out;
 }
 
-// Reads a ring size and checks it is a power of two (rings mask free-running indices).
 std::uint32_t ring_size(ConfigSection& s, std::string_view key, std::uint32_t fallback) {
-  std::int64_t v = s.integer(key, 1, kMaxRingSize, fallback);
-  if (!is_power_of_two(static_cast<std::uint64_t>(v))) {
-    s.fail(key, fmt::format("expected a power of two from 1 to {}, got {} (try {})", kMaxRingSize, v,
-                            std::uint64_t(1) << (64 - __builtin_clzll(static_cast<std::uint64_t>(v)))));
-    return fallback;
-  }
-  return static_cast<std::uint32_t>(v);
+  return static_cast<std::uint32_t>(s.integer(key, 0, kU32, fallback));
 }
 
 SourceLocation where(const ConfigSection& s) { return {s.file(), s.line()}; }
 
-// Checks `name` is non-empty and not yet in `seen`; records the first owner's label otherwise.
-void unique_name(ConfigSection& s, const std::string& name, std::map<std::string, std::string>& seen,
-                 std::string_view kind) {
-  if (name.empty()) return;  // the getter already reported a missing or empty name
-  auto [it, inserted] = seen.emplace(name, s.label());
-  if (!inserted)
-    s.fail("name", fmt::format("{} name \"{}\" is already used by {}", kind, name, it->second));
-}
-
 std::string read_name(ConfigSection& s, std::string_view kind, std::size_t index) {
   std::string name = s.string("name");
+  // Other tables refer to it by name: an empty one cannot be resolved, so it is a reading error.
   if (s.has("name") && name.empty()) s.fail("name", "expected a non-empty string");
   s.set_label(fmt::format("{}[{}] '{}'", kind, index, name));
   return name;
 }
 
 void load_pools(ConfigSection& root, Plan& plan, std::vector<ConfigSection>& sections) {
-  std::map<std::string, std::string> seen;
   sections = root.table_array("pools");
   for (std::size_t i = 0; i < sections.size(); ++i) {
     ConfigSection& s = sections[i];
     PoolPlan p;
     p.config.name = read_name(s, "pools", i);
-    unique_name(s, p.config.name, seen, "pool");
     p.config.count = static_cast<std::uint32_t>(s.integer("count", 64, 1 << 30, 8192));
     std::int64_t buf_size = s.integer("buf_size", 512, 65536, 2048);
     if (!is_power_of_two(static_cast<std::uint64_t>(buf_size)))
@@ -89,8 +74,6 @@ void load_pools(ConfigSection& root, Plan& plan, std::vector<ConfigSection>& sec
     p.where = where(s);
     plan.pools.push_back(std::move(p));
   }
-  if (sections.empty())
-    root.fail("pools", "expected at least one [[pools]] table (where receive buffers come from)");
 }
 
 // Fills plan.ports with the ports whose driver is known. `all_names` gets every port name, including
@@ -99,7 +82,6 @@ void load_pools(ConfigSection& root, Plan& plan, std::vector<ConfigSection>& sec
 void load_ports(ConfigSection& root, Plan& plan, const LoadOptions& options, std::vector<ConfigSection>& sections,
                 std::set<std::string, std::less<>>& all_names, std::vector<bool>& has_driver,
                 std::vector<std::size_t>& section_of_port) {
-  std::map<std::string, std::string> seen;
   sections = root.table_array("ports");
   has_driver.assign(sections.size(), false);
   for (std::size_t i = 0; i < sections.size(); ++i) {
@@ -108,7 +90,6 @@ void load_ports(ConfigSection& root, Plan& plan, const LoadOptions& options, std
     p.id = static_cast<std::uint16_t>(plan.ports.size());
     p.name = read_name(s, "ports", i);
     all_names.insert(p.name);
-    unique_name(s, p.name, seen, "port");
     p.pmd = s.string("pmd");
     if (plan.pools.size() == 1 && !s.has("pool")) {
       p.pool = plan.pools[0].config.name;
@@ -116,13 +97,8 @@ void load_ports(ConfigSection& root, Plan& plan, const LoadOptions& options, std
     } else {
       p.pool = s.string("pool");
     }
-    if (!p.pool.empty()) {
-      bool found = false;
-      for (const auto& pool : plan.pools) found |= pool.config.name == p.pool;
-      if (!found) s.fail("pool", fmt::format("no [[pools]] table is named \"{}\"", p.pool));
-    }
-    p.rx_queues = static_cast<std::uint16_t>(s.integer("rx_queues", 1, kMaxQueues, 1));
-    p.tx_queues = static_cast<std::uint16_t>(s.integer("tx_queues", 0, kMaxQueues, 1));
+    p.rx_queues = static_cast<std::uint16_t>(s.integer("rx_queues", 0, kU16, 1));
+    p.tx_queues = static_cast<std::uint16_t>(s.integer("tx_queues", 0, kU16, 1));
     p.rx_ring_size = ring_size(s, "rx_ring_size", 1024);
     p.tx_ring_size = ring_size(s, "tx_ring_size", 1024);
     p.neigh = read_neigh_port_keys(s);
@@ -144,10 +120,6 @@ void load_ports(ConfigSection& root, Plan& plan, const LoadOptions& options, std
       auto spec = driver->parse(s);
       if (spec) {
         p.spec = std::shared_ptr<const PortSpec>(std::move(spec).value());
-        if (p.rx_queues > p.spec->max_rx_queues())
-          s.fail("rx_queues", fmt::format("the {} driver supports at most {} rx queue{} for this port, got {}",
-                                          p.pmd, p.spec->max_rx_queues(),
-                                          p.spec->max_rx_queues() == 1 ? "" : "s", p.rx_queues));
       } else if (before.is_ok() && s.status().is_ok()) {
         // The driver returned an error without recording it at a key; place it at the table.
         s.fail("", spec.message());
@@ -173,33 +145,18 @@ std::optional<std::uint16_t> find_port(const Plan& plan, std::string_view name) 
 
 void load_endpoints(ConfigSection& root, Plan& plan, std::vector<ConfigSection>& sections,
                     const std::set<std::string, std::less<>>& all_port_names) {
-  std::map<std::string, std::string> seen;
   sections = root.table_array("endpoints");
-  if (sections.size() > kMaxEndpoints) {
-    root.fail("endpoints", fmt::format("at most {} endpoints are supported, got {}", kMaxEndpoints, sections.size()));
-    return;
-  }
   for (std::size_t i = 0; i < sections.size(); ++i) {
     ConfigSection& s = sections[i];
     EndpointPlan e;
     e.id = static_cast<std::uint16_t>(i);
     e.name = read_name(s, "endpoints", i);
-    unique_name(s, e.name, seen, "endpoint");
     std::string action = s.choice("action", {"ring", "sink", "echo", "forward"}, "ring");
     e.action = action == "sink"      ? EndpointAction::kSink
                : action == "echo"    ? EndpointAction::kEcho
                : action == "forward" ? EndpointAction::kForward
                                      : EndpointAction::kRing;
     e.match = s.string_list("match");
-    for (const auto& text : e.match) {
-      auto rule = parse_match_rule(text);
-      if (!rule) {
-        s.fail("match", fmt::format("rule \"{}\": {}", text, rule.message()));
-      } else if (!rule->ingress_port_name.empty() && !all_port_names.count(rule->ingress_port_name)) {
-        s.fail("match", fmt::format("rule \"{}\": no [[ports]] table is named \"{}\"", text,
-                                    rule->ingress_port_name));
-      }
-    }
     if (s.has("ring_size") && e.action != EndpointAction::kRing)
       s.fail("ring_size", fmt::format("only endpoints with action \"ring\" have a ring (this one is \"{}\")", action));
     e.ring_size = ring_size(s, "ring_size", e.ring_size);
@@ -213,9 +170,6 @@ void load_endpoints(ConfigSection& root, Plan& plan, std::vector<ConfigSection>&
       if (!e.forward_port.empty()) {
         if (auto id = find_port(plan, e.forward_port)) {
           e.forward_port_id = *id;
-          if (plan.ports[*id].tx_queues == 0)
-            s.fail("port", fmt::format("port \"{}\" has tx_queues = 0, so nothing can be forwarded to it",
-                                       e.forward_port));
         } else if (!all_port_names.count(e.forward_port)) {
           s.fail("port", fmt::format("no [[ports]] table is named \"{}\"", e.forward_port));
         }
@@ -229,8 +183,8 @@ void load_endpoints(ConfigSection& root, Plan& plan, std::vector<ConfigSection>&
   }
 }
 
-void load_run(ConfigSection& root, Plan& plan, AppSettings& app, unsigned cpus) {
-  std::optional<ConfigSection> run = root.table("run");
+void load_run(ConfigSection& root, Plan& plan, AppSettings& app, unsigned cpus, std::optional<ConfigSection>& run) {
+  run = root.table("run");
   if (!run) return;
   ConfigSection& s = *run;
   plan.duration_s = s.number("duration", 0, 1e9, 0);
@@ -261,34 +215,18 @@ void load_run(ConfigSection& root, Plan& plan, AppSettings& app, unsigned cpus) 
 }
 
 // "port:queue" -> (port id, queue), recording an error at `rx` when it does not resolve.
-void load_lcores(ConfigSection& root, Plan& plan, std::vector<ConfigSection>& sections, unsigned cpus,
+// "port:queue" entries resolve to (port id, queue) here; which of them may run is the validator's.
+void load_lcores(ConfigSection& root, Plan& plan, std::vector<ConfigSection>& sections,
                  const std::set<std::string, std::less<>>& all_port_names) {
   sections = root.table_array("lcores");
-  if (sections.empty()) {
-    root.fail("lcores", "expected at least one [[lcores]] table (the worker threads that poll the ports)");
-    return;
-  }
-  std::map<int, std::string> cpu_owner;
-  // (port, queue) -> label of the lcore polling it
-  std::map<std::pair<std::uint16_t, std::uint16_t>, std::string> queue_owner;
   for (std::size_t i = 0; i < sections.size(); ++i) {
     ConfigSection& s = sections[i];
     s.set_label(fmt::format("lcores[{}]", i));
     LcorePlan l;
     l.id = static_cast<std::uint16_t>(i);
     l.cpu = static_cast<int>(s.integer("cpu", -1, 4095, -1));
-    if (l.cpu >= static_cast<int>(cpus)) {
-      s.fail("cpu", fmt::format("cpu {} is beyond this machine's {} CPU{} (0 to {})", l.cpu, cpus,
-                                cpus == 1 ? "" : "s", cpus - 1));
-    } else if (l.cpu >= 0) {
-      auto [it, inserted] = cpu_owner.emplace(l.cpu, s.label());
-      if (!inserted)
-        s.fail("cpu", fmt::format("cpu {} is already polled by {}; two polling lcores on one CPU halve each "
-                                  "other's rate",
-                                  l.cpu, it->second));
-    }
-    l.burst = static_cast<std::uint16_t>(s.integer("burst", 1, kMaxBurst, kDefaultBurst));
-    l.idle_sleep_us = static_cast<std::uint32_t>(s.integer("idle_sleep_us", 0, 1000000, 0));
+    l.burst = static_cast<std::uint16_t>(s.integer("burst", 0, kU16, kDefaultBurst));
+    l.idle_sleep_us = static_cast<std::uint32_t>(s.integer("idle_sleep_us", 0, kU32, 0));
     for (const auto& entry : s.string_list("rx")) {
       auto colon = entry.rfind(':');
       if (colon == std::string::npos || colon == 0 || colon + 1 == entry.size()) {
@@ -315,71 +253,41 @@ void load_lcores(ConfigSection& root, Plan& plan, std::vector<ConfigSection>& se
           s.fail("rx", fmt::format("\"{}\": no [[ports]] table is named \"{}\"", entry, port_name));
         continue;
       }
-      const PortPlan& p = plan.ports[*port];
-      if (queue >= p.rx_queues) {
-        s.fail("rx", fmt::format("\"{}\": port \"{}\" has {} rx queue{} (0 to {})", entry, port_name, p.rx_queues,
-                                 p.rx_queues == 1 ? "" : "s", p.rx_queues - 1));
-        continue;
-      }
-      auto key = std::make_pair(*port, static_cast<std::uint16_t>(queue));
-      auto [it, inserted] = queue_owner.emplace(key, s.label());
-      if (!inserted) {
-        s.fail("rx", fmt::format("\"{}\" is already polled by {}; each rx queue belongs to exactly one lcore", entry,
-                                 it->second));
-        continue;
-      }
       l.rx.push_back({*port, static_cast<std::uint16_t>(queue)});
     }
-    if (l.rx.empty() && s.status().is_ok())
-      s.fail("rx", "expected at least one \"port:queue\" to poll");
     l.where = where(s);
     plan.lcores.push_back(std::move(l));
   }
-  for (const auto& p : plan.ports) {
-    for (std::uint16_t q = 0; q < p.rx_queues; ++q) {
-      if (queue_owner.count({p.id, q})) continue;
-      root.fail("lcores", fmt::format("rx queue {} of port \"{}\" ({}:{}) is polled by no lcore; add \"{}:{}\" to "
-                                      "an lcore's rx list",
-                                      q, p.name, p.where.file, p.where.line, p.name, q));
-    }
-  }
 }
 
-// An endpoint with no rules that is not the default endpoint can never receive a packet: almost
-// certainly a forgotten match list.
-void check_endpoints_reachable(const Plan& plan, std::vector<ConfigSection>& sections) {
-  for (const auto& e : plan.endpoints) {
-    if (!e.match.empty()) continue;
-    if (plan.default_action == DefaultAction::kEndpoint && plan.default_endpoint == e.id) continue;
-    sections[e.id].fail("match", "expected at least one rule (e.g. \"udp dst *:5000\"): without rules an endpoint "
-                                 "receives nothing unless it is [run] default_endpoint");
-  }
-}
-
-// Echo and forward endpoints transmit from the lcores; each lcore needs a tx queue of its own on
-// every port it may send on (tx queues are single-owner, like rx queues). The engine assigns them;
-// this reports a shortfall at the port's tx_queues key before anything runs.
-void check_tx_queues(const Plan& plan, std::vector<ConfigSection>& port_sections,
-                     const std::vector<std::size_t>& section_of_port) {
-  bool any_echo = false;
-  std::set<std::uint16_t> forward_ports;
-  for (const auto& e : plan.endpoints) {
-    any_echo |= e.action == EndpointAction::kEcho;
-    if (e.action == EndpointAction::kForward) forward_ports.insert(e.forward_port_id);
-  }
-  if (!any_echo && forward_ports.empty()) return;
-  for (const auto& p : plan.ports) {
-    std::size_t senders = 0;
-    for (const auto& l : plan.lcores) {
-      bool polls = false;
-      for (const auto& q : l.rx) polls |= q.port == p.id;
-      if (forward_ports.count(p.id) || (any_echo && polls)) ++senders;
+// Records each of the validator's problems at the table and key it came from, so the message
+// names the file and line like every other config error.
+void record_problems(const Plan& plan, const ValidateOptions& options, ConfigSection& root, ConfigSection* run,
+                     std::vector<ConfigSection>& pools, std::vector<ConfigSection>& ports,
+                     const std::vector<std::size_t>& section_of_port, std::vector<ConfigSection>& endpoints,
+                     std::vector<ConfigSection>& lcores) {
+  for (const PlanProblem& p : find_plan_problems(plan, options)) {
+    ConfigSection* at = nullptr;
+    switch (p.part) {
+      case PlanPart::kPool: at = p.index < pools.size() ? &pools[p.index] : nullptr; break;
+      case PlanPart::kPort: at = p.index < section_of_port.size() ? &ports[section_of_port[p.index]] : nullptr; break;
+      case PlanPart::kEndpoint: at = p.index < endpoints.size() ? &endpoints[p.index] : nullptr; break;
+      case PlanPart::kLcore: at = p.index < lcores.size() ? &lcores[p.index] : nullptr; break;
+      case PlanPart::kRun: at = run; break;
+      case PlanPart::kPlan:
+      case PlanPart::kTap:
+      case PlanPart::kFilter: break;
     }
-    if (senders <= p.tx_queues) continue;
-    port_sections[section_of_port[p.id]].fail("tx_queues", fmt::format("{} lcore{} may transmit on port \"{}\" (echo or forward endpoints) but it has {} "
-                                      "tx queue{}; set tx_queues = {} so each lcore owns one",
-                                      senders, senders == 1 ? "" : "s", p.name, p.tx_queues, p.tx_queues == 1 ? "" : "s",
-                                      senders));
+    if (at) {
+      at->fail(p.key, p.message);
+    } else if (p.part == PlanPart::kPlan) {
+      root.fail(p.key, p.message);
+    } else {
+      // Taps and filters keep no section past their loading: name the element in the message.
+      root.fail(p.part == PlanPart::kRun ? "run" : p.part == PlanPart::kTap ? "taps" : "filters",
+                fmt::format("{}: {}{}", plan_part_label(plan, p.part, p.index),
+                            p.key.empty() ? std::string() : fmt::format("key '{}': ", p.key), p.message));
+    }
   }
 }
 
@@ -406,15 +314,19 @@ Result<LoadedConfig> load_config_string(std::string_view text, const std::string
   std::vector<std::size_t> section_of_port;
   load_pools(root, plan, pools);
   load_ports(root, plan, options, ports, all_port_names, port_has_driver, section_of_port);
-  if (ports.empty()) root.fail("ports", "expected at least one [[ports]] table");
   load_endpoints(root, plan, endpoints, all_port_names);
-  load_run(root, plan, out.app, cpus);
+  std::optional<ConfigSection> run;
+  load_run(root, plan, out.app, cpus, run);
   load_metrics_section(root, plan);
-  load_lcores(root, plan, lcores, cpus, all_port_names);
+  load_lcores(root, plan, lcores, all_port_names);
   load_filters(root, plan);
   load_taps(root, plan);
-  check_endpoints_reachable(plan, endpoints);
-  if (root.status()) check_tx_queues(plan, ports, section_of_port);
+  // The plan is validated once every element read cleanly: an element that failed to read is not
+  // in it, and checking the rest against its absence would only add phantom errors.
+  ValidateOptions validate;
+  validate.cpu_count = cpus;
+  validate.endpoints_need_rules = true;
+  if (root.status()) record_problems(plan, validate, root, run ? &*run : nullptr, pools, ports, section_of_port, endpoints, lcores);
 
   for (auto& s : pools) (void)s.finish();
   for (std::size_t i = 0; i < ports.size(); ++i)

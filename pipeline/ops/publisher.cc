@@ -151,6 +151,14 @@ nlohmann::json stats_document(const Pipeline& pipeline, std::string_view name) {
     pj["name"] = pipeline.port_name(p);
     pj["pmd"] = std::string(port.pmd_name());
     pj["path_report"] = port.path_report();
+    // What the device said it does, so a reader of the report knows whether checksums were
+    // verified, flows spread by RSS, traffic steered (the rest left to the kernel) and packets
+    // stamped, without knowing each driver.
+    const PortCaps caps = pipeline.port_caps(p);
+    pj["caps"] = {{"rx_checksum", caps.rx_checksum}, {"rss", caps.rss},
+                  {"flow_rules", caps.flow_rules},   {"kernel_pass", caps.kernel_pass},
+                  {"timestamps", caps.timestamps},   {"tx", caps.tx},
+                  {"max_rx_queues", caps.max_rx_queues}, {"max_tx_queues", caps.max_tx_queues}};
     pj["transmitted"] = p < snap.transmitted_per_port.size() ? snap.transmitted_per_port[p] : 0;
     pj["rx_queues"] = nlohmann::json::array();
     pj["tx_queues"] = nlohmann::json::array();

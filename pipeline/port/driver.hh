@@ -51,6 +51,7 @@ class PortSpec {
   virtual Result<std::unique_ptr<Port>> open(const PortEnv& env) const = 0;
   // Queue limits known from the config alone (e.g. a pcap file has one queue).
   virtual std::uint16_t max_rx_queues() const { return 64; }
+  virtual std::uint16_t max_tx_queues() const { return 64; }
   // True when the driver finds a buffer's slot from an address with a shift, so its pool's slots
   // must be exactly buf_size apart (PoolConfig::exact_stride); the config loader sets that on
   // the port's pool.

@@ -50,6 +50,9 @@ struct Spec final : PortSpec {
 
   Result<std::unique_ptr<Port>> open(const PortEnv& env) const override;
   std::uint16_t max_rx_queues() const override { return 1; }
+  // One capture file behind every tx queue handle: a second queue would be a
+  // second writer on it.
+  std::uint16_t max_tx_queues() const override { return 1; }
 };
 
 class PcapPort final : public Port {

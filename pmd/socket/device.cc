@@ -27,6 +27,9 @@ struct Spec final : PortSpec {
 
   Result<std::unique_ptr<Port>> open(const PortEnv& env) const override;
   std::uint16_t max_rx_queues() const override { return 1; }
+  // One socket behind every tx queue handle: a second queue would be a
+  // second writer on it.
+  std::uint16_t max_tx_queues() const override { return 1; }
 };
 
 std::string addr_text(L3Type family, const std::array<std::uint8_t, 16>& a, std::uint16_t port) {

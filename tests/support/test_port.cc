@@ -37,8 +37,10 @@ std::string TestPort::path_report() const {
 PortCaps TestPort::caps() const {
   PortCaps c;
   c.tx = true;
+  c.flow_rules = config_.flow_rules;  // it records what it is asked to steer (steering())
   c.max_rx_queues = static_cast<std::uint16_t>(rx_.size());
   c.max_tx_queues = static_cast<std::uint16_t>(tx_.size());
+  if (config_.max_queues) c.max_rx_queues = c.max_tx_queues = config_.max_queues;  // a device smaller than the plan
   return c;
 }
 

@@ -31,6 +31,8 @@ struct TestPortConfig {
   std::uint64_t repeat = 1;                   // passes over each list; 0 = forever
   std::uint64_t tx_capacity = ~std::uint64_t{0};  // per tx queue, packets accepted in total
   bool record_tx = true;
+  bool flow_rules = true;                     // PortCaps::flow_rules: the pipeline pushes steering to it
+  std::uint16_t max_queues = 0;               // PortCaps::max_rx/tx_queues; 0: as many as opened
 };
 
 class TestPort final : public Port {

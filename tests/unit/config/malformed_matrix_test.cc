@@ -369,7 +369,10 @@ int append(std::string& text, const std::string& table) {
 
 TEST(MalformedMatrix, DuplicateNames) {
   {
-    std::string t = Doc().text();
+    // The port names its pool: with two pools it must, and the duplicate is then the only problem.
+    Doc d;
+    d.set(Sec::kPort, "pool", "\"rx\"");
+    std::string t = d.text();
     int line = append(t, "[[pools]]\nname = \"rx\"\n");
     auto r = load(t);
     expect_names(r.status(), line, "name", "duplicate pool");

@@ -135,6 +135,14 @@ TEST(ShmStats, RunningPipelineMatchesFinalAccounting) {
   EXPECT_GT(a.drops[static_cast<std::size_t>(DropReason::kNoMatch)], 0u);  // the second destination
   EXPECT_EQ(doc["ports"][0]["pmd"].get<std::string>(), "synth");
   EXPECT_FALSE(doc["ports"][0]["path_report"].get<std::string>().empty());
+  // The port's capabilities as it stated them: a synth port spreads flows (RSS), steers nothing,
+  // verifies no checksum and stamps no packet.
+  const auto& caps = doc["ports"][0]["caps"];
+  EXPECT_TRUE(caps["rss"].get<bool>());
+  EXPECT_FALSE(caps["flow_rules"].get<bool>());
+  EXPECT_FALSE(caps["rx_checksum"].get<bool>());
+  EXPECT_FALSE(caps["timestamps"].get<bool>());
+  EXPECT_EQ(caps["max_rx_queues"].get<unsigned>(), pipe.port_caps(0).max_rx_queues);
 }
 
 }  // namespace

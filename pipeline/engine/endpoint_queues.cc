@@ -1,0 +1,66 @@
+#include "pipeline/engine/endpoint_queues.hh"
+
+#include <thread>
+
+#include "rawpipe/compiler.hh"
+
+namespace rawpipe {
+namespace {
+
+std::string where(const SourceLocation& w) {
+  if (w.file.empty()) return "";
+  return w.line > 0 ? fmt::format("{}:{}: ", w.file, w.line) : fmt::format("{}: ", w.file);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<EndpointQueues>> EndpointQueues::create(const Plan& plan) {
+  auto q = std::make_unique<EndpointQueues>();
+  q->rings_.resize(plan.endpoints.size());
+  for (const EndpointPlan& ep : plan.endpoints) {
+    if (ep.action != EndpointAction::kRing) continue;
+    auto r = std::make_unique<EndpointRings>();
+    for (std::size_t l = 0; l < plan.lcores.size(); ++l) {
+      auto ring = EndpointRing::create(ep.ring_size);
+      if (!ring) return Status::errorf("{}endpoint '{}': {}", where(ep.where), ep.name, ring.message());
+      r->per_lcore.push_back(std::move(ring).value());
+      // Twice the ring: a consumer can hold a whole ring's worth while the lcore is still
+      // freeing the previous one.
+      auto back = EndpointRing::create(2 * ep.ring_size);
+      if (!back) return Status::errorf("{}endpoint '{}': {}", where(ep.where), ep.name, back.message());
+      r->returns.push_back(std::move(back).value());
+    }
+    q->rings_[ep.id] = std::move(r);
+  }
+  return q;
+}
+
+std::vector<EndpointRing*> EndpointQueues::returns_of(std::size_t lcore) const {
+  std::vector<EndpointRing*> out;
+  for (const auto& r : rings_)
+    if (r) out.push_back(r->returns[lcore].get());
+  return out;
+}
+
+void EndpointQueues::drain_at_stop() noexcept {
+  std::uint64_t drained = 0;
+  for (auto& r : rings_) {
+    if (!r) continue;
+    while (!lock_consumer(r->busy)) std::this_thread::yield();
+    Mbuf* batch[kMaxBurst];
+    // Counted as delivered when queued; nobody will consume them now.
+    for (auto& ring : r->per_lcore)
+      while (unsigned n = ring->dequeue_burst(batch, kMaxBurst)) {
+        mbuf_free_bulk(batch, n);
+        drained += n;
+      }
+    // Released by the consumer, not yet freed by their lcore: no longer counted anywhere.
+    for (auto& ring : r->returns)
+      while (unsigned n = ring->dequeue_burst(batch, kMaxBurst)) mbuf_free_bulk(batch, n);
+    r->closed = true;
+    unlock_consumer(r->busy);
+  }
+  drained_.fetch_add(drained, std::memory_order_relaxed);
+}
+
+}  // namespace rawpipe

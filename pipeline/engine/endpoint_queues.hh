@@ -1,0 +1,110 @@
+// The consumer transport of "ring" endpoints: per (endpoint, lcore) an SPSC ring the lcore fills
+// and the consumer drains (endpoint_receive), and a return ring the consumer fills with the
+// packets it is done with (endpoint_release) and the lcore frees between its polls. At stop, what
+// is still queued is drained and freed here.
+//
+// receive() and release() are on the consumer's hot path: defined here so the facade's calls
+// inline them, with no allocation, system call or lock beyond the per-endpoint `busy` flag.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "pipeline/buf/audit.hh"
+#include "rawpipe/mbuf.hh"
+#include "rawpipe/status.hh"
+#include "pipeline/dispatch/dispatch.hh"
+#include "rawpipe/plan.hh"
+
+namespace rawpipe {
+
+// The rings of one kRing endpoint, one pair per lcore. Each lcore is the only producer of its
+// ring and the only consumer of its return ring; whoever holds `busy` is the only consumer of the
+// rings and the only producer of the return rings.
+struct EndpointRings {
+  std::vector<std::unique_ptr<EndpointRing>> per_lcore;
+  std::vector<std::unique_ptr<EndpointRing>> returns;  // by lcore: endpoint_release() -> that lcore
+  // Consumer side. `busy` makes a second consumer (or the drain at stop) back off instead of
+  // breaking the single-consumer rule; `next` rotates the first ring read for fairness; `last`
+  // is the lcore whose ring gave the latest packets (where their release goes); `closed` is set
+  // once the lcores are gone, after which releases free directly. All three are guarded by busy.
+  std::atomic<bool> busy{false};
+  unsigned next = 0;
+  unsigned last = 0;
+  bool closed = false;
+};
+
+class EndpointQueues {
+ public:
+  // One ring pair per lcore for each kRing endpoint of the plan; errors name the endpoint.
+  static Result<std::unique_ptr<EndpointQueues>> create(const Plan& plan);
+
+  // The ring lcore `lcore` queues endpoint `endpoint`'s packets to; null for other endpoints.
+  EndpointRing* ring(std::uint16_t endpoint, std::size_t lcore) const noexcept {
+    return endpoint < rings_.size() && rings_[endpoint] ? rings_[endpoint]->per_lcore[lcore].get() : nullptr;
+  }
+  // The return rings lcore `lcore` frees from, one per ring endpoint.
+  std::vector<EndpointRing*> returns_of(std::size_t lcore) const;
+
+  // Pipeline::endpoint_receive / endpoint_release (pipeline/engine/pipeline.hh has the contract).
+  unsigned receive(std::uint16_t endpoint, Mbuf** out, unsigned n) noexcept {
+    if (endpoint >= rings_.size() || !rings_[endpoint]) return 0;
+    EndpointRings& r = *rings_[endpoint];
+    if (!lock_consumer(r.busy)) return 0;
+    const unsigned rings = static_cast<unsigned>(r.per_lcore.size());
+    unsigned got = 0;
+    for (unsigned i = 0; i < rings && got < n; ++i) {
+      unsigned idx = r.next + i;
+      if (idx >= rings) idx -= rings;
+      const unsigned took = r.per_lcore[idx]->dequeue_burst(out + got, n - got);
+      if (took) r.last = idx;
+      got += took;
+    }
+    if (++r.next >= rings) r.next = 0;
+    unlock_consumer(r.busy);
+    audit_handout(out, got, AuditOwner::kApp, endpoint, AuditSite::kEndpointReceive);
+    return got;
+  }
+
+  void release(std::uint16_t endpoint, Mbuf* const* bufs, unsigned n) noexcept {
+    if constexpr (kMbufAudit) {
+      // The ownership auditor must see each free where the application makes it: a buffer parked
+      // on a return ring would still look held, and a second free of it would pass unnoticed.
+      mbuf_free_bulk(bufs, n);
+      return;
+    }
+    unsigned queued = 0;
+    if (endpoint < rings_.size() && rings_[endpoint]) {
+      EndpointRings& r = *rings_[endpoint];
+      if (lock_consumer(r.busy)) {
+        if (!r.closed) queued = r.returns[r.last]->enqueue_burst(bufs, n);
+        unlock_consumer(r.busy);
+      }
+    }
+    if (queued < n) mbuf_free_bulk(bufs + queued, n - queued);
+  }
+
+  // After the lcores are joined: frees what is still queued either way and closes every endpoint,
+  // so later releases free directly. Waits for a consumer inside receive/release to leave.
+  void drain_at_stop() noexcept;
+  // Delivered packets drain_at_stop() freed (they were counted as delivered when queued). Any
+  // thread: the value is final once stop() has returned or running() reads false.
+  std::uint64_t drained() const noexcept { return drained_.load(std::memory_order_relaxed); }
+
+ private:
+  static bool lock_consumer(std::atomic<bool>& busy) noexcept {
+    // Acquire pairs with the release in unlock_consumer(): the previous consumer's ring reads and
+    // index updates are visible to us.
+    return !busy.exchange(true, std::memory_order_acquire);
+  }
+  static void unlock_consumer(std::atomic<bool>& busy) noexcept { busy.store(false, std::memory_order_release); }
+
+  std::vector<std::unique_ptr<EndpointRings>> rings_;  // by endpoint id; null for non-ring endpoints
+  // Written by the control thread in drain_at_stop(), read by stats threads in accounting():
+  // relaxed, ordered for readers by RunControl's `running` (store release after the drain).
+  std::atomic<std::uint64_t> drained_{0};
+};
+
+}  // namespace rawpipe
