@@ -18,8 +18,15 @@ namespace rawpipe {
 namespace mana {
 namespace {
 
+// vendor_part_id across kernel eras (DPDK drivers/net/mana/mana.h GDMA_DEVICE_*, and
+// mana_pci_probe_mac in mana.c, DPDK 38f72e50): kernels before the 2025 mana_ib split report 0 for
+// their only IB device; newer ones expose two IB devices on the same PCI function, the Ethernet one
+// (2, raw-packet QPs) and the RC one (3, no raw QPs).
+constexpr std::uint32_t kVendorPartUnset = 0;   // older mana_ib: the only device, Ethernet included
 constexpr std::uint32_t kVendorPartMana = 2;    // GDMA_DEVICE_MANA: the Ethernet function
 constexpr std::uint32_t kVendorPartManaIb = 3;  // GDMA_DEVICE_MANA_IB: the RDMA (RC) function
+
+bool is_ethernet_part(std::uint32_t part) { return part == kVendorPartUnset || part == kVendorPartMana; }
 
 std::string errno_text(int err) { return fmt::format("{} ({})", std::strerror(err), err); }
 
@@ -122,9 +129,9 @@ Status ManaPort::bring_up(ibv_device* device, std::uint8_t port_num) {
     return Status::errorf("pmd mana on {}: RDMA device {} is MANA's RC (InfiniBand) function, not the Ethernet one; "
                           "pick the interface whose device reports vendor_part_id 2 (ibv_devinfo -v)",
                           ifname_, device_name_);
-  if (attr.vendor_part_id != kVendorPartMana)
+  if (!is_ethernet_part(attr.vendor_part_id))
     return Status::errorf("pmd mana on {}: RDMA device {} reports vendor_part_id {:#x}, not a MANA Ethernet function "
-                          "(2)",
+                          "(2, or 0 on kernels before the mana_ib split)",
                           ifname_, device_name_, attr.vendor_part_id);
   const std::uint32_t rx_ring = static_cast<std::uint32_t>(std::bit_ceil(env_.rx_ring_size));
   const std::uint32_t tx_ring = static_cast<std::uint32_t>(std::bit_ceil(env_.tx_ring_size));
@@ -357,7 +364,9 @@ Result<std::unique_ptr<Port>> ManaPortSpec::open(const PortEnv& env) const {
   auto pre = rdma::rdma_preflight(spec_.interface, o);
   if (!pre) return pre.status();
   ManaApi api{pre->verbs, load_mana().value()};
-  return open_mana_on_device(env, spec_, api, pre->device, pre->netdev.rdma_port, spec_.interface);
+  auto device = select_mana_device(*api.verbs, pre->candidates, spec_.interface);
+  if (!device) return device.status();
+  return open_mana_on_device(env, spec_, api, device.value(), pre->netdev.rdma_port, spec_.interface);
 }
 
 Result<std::unique_ptr<PortSpec>> parse_mana(ConfigSection& section) {
@@ -378,6 +387,45 @@ std::string port_in_use_message(std::string_view ifname, int err) {
       "again; keep the mana, mana_ib and ib_uverbs modules loaded (kernels that map the error report ENODEV, newer "
       "ones EBUSY)",
       ifname, errno_text(err), ifname, ifname);
+}
+
+Result<ibv_device*> select_mana_device(const rdma::IbverbsTable& v, std::span<ibv_device* const> candidates,
+                                       std::string_view ifname) {
+  std::string skipped;
+  for (ibv_device* device : candidates) {
+    const char* raw_name = v.get_device_name(device);
+    const std::string name = raw_name ? raw_name : "?";
+    errno = 0;
+    ibv_context* ctx = v.open_device(device);
+    if (!ctx) {
+      skipped += fmt::format("; {}: ibv_open_device failed: {}", name, errno_text(errno ? errno : ENODEV));
+      continue;
+    }
+    ibv_device_attr_ex attr{};
+    const int rc = v.query_device_ex(ctx, &attr);
+    v.close_device(ctx);
+    if (rc != 0) {
+      skipped += fmt::format("; {}: ibv_query_device_ex failed: {}", name, errno_text(rc));
+      continue;
+    }
+    const std::uint32_t part = attr.orig_attr.vendor_part_id;
+    if (!is_ethernet_part(part)) {
+      skipped += fmt::format("; {}: vendor_part_id {}{}", name, part,
+                             part == kVendorPartManaIb ? " (the RC function, no raw-packet QPs)" : "");
+      continue;
+    }
+    // An unset part id (older kernels) comes with no capability report to trust; DPDK checks the
+    // raw-packet capability only where the part id says which function this is.
+    if (part == kVendorPartMana && attr.raw_packet_caps == 0) {
+      skipped += fmt::format("; {}: no raw-packet capability", name);
+      continue;
+    }
+    return device;
+  }
+  return Status::errorf("pmd mana on {}: none of the {} RDMA device(s) of its PCI function is MANA's Ethernet "
+                        "function (vendor_part_id 2 with raw-packet capability, or 0 on kernels before the "
+                        "mana_ib split){}; check 'ibv_devinfo -v' and that mana_ib is loaded",
+                        ifname, candidates.size(), skipped);
 }
 
 Result<std::unique_ptr<Port>> open_mana_on_device(const PortEnv& env, const ManaSpec& spec, const ManaApi& api,

@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
 #include <filesystem>
 #include <fstream>
 
@@ -167,6 +170,111 @@ TEST(ManaControl, RcFunctionIsNotTheEthernetOne) {
   Fake::vendor_part = 3;
   Status s = open_with_fakes(pool.get());
   EXPECT_NE(s.message().find("RC (InfiniBand) function"), std::string::npos) << s.message();
+  EXPECT_EQ(Fake::created, Fake::destroyed);
+}
+
+// The IB devices one PCI function shows in each kernel era, as ibv_get_device_list returns them.
+struct FakeDevice {
+  const char* name;
+  std::uint32_t vendor_part;
+  std::uint64_t raw_packet_caps;
+};
+struct FakeDeviceList {
+  static inline std::vector<FakeDevice> era;
+  static inline int opened = 0, closed = 0;
+  std::vector<ibv_device> devices;
+  std::vector<ibv_device*> list;
+  explicit FakeDeviceList(std::vector<FakeDevice> e) {
+    era = std::move(e);
+    opened = closed = 0;
+    devices.resize(era.size());
+    for (std::size_t i = 0; i < era.size(); ++i) {
+      std::snprintf(devices[i].name, sizeof(devices[i].name), "%s", era[i].name);
+      list.push_back(&devices[i]);
+    }
+  }
+  static const FakeDevice& of(ibv_device* d) {
+    for (const FakeDevice& f : era)
+      if (std::strcmp(f.name, d->name) == 0) return f;
+    ADD_FAILURE() << "unknown device " << d->name;
+    return era.front();
+  }
+  static rdma::IbverbsTable verbs() {
+    rdma::IbverbsTable t;
+    t.get_device_name = [](ibv_device* d) -> const char* { return d->name; };
+    // The context carries its device, as libibverbs' does.
+    t.open_device = [](ibv_device* d) -> ibv_context* {
+      ++opened;
+      auto* ctx = new ibv_context{};
+      ctx->device = d;
+      return ctx;
+    };
+    t.close_device = [](ibv_context* ctx) -> int {
+      ++closed;
+      delete ctx;
+      return 0;
+    };
+    t.query_device_ex = [](ibv_context* ctx, ibv_device_attr_ex* a) -> int {
+      const FakeDevice& f = of(ctx->device);
+      *a = {};
+      a->orig_attr.vendor_part_id = f.vendor_part;
+      a->raw_packet_caps = f.raw_packet_caps;
+      return 0;
+    };
+    return t;
+  }
+};
+
+constexpr std::uint64_t kRawCaps = IBV_RAW_PACKET_CAP_IP_CSUM;
+
+const char* selected(const FakeDeviceList& l) {
+  const rdma::IbverbsTable v = FakeDeviceList::verbs();
+  auto d = select_mana_device(v, l.list, "eth1");
+  EXPECT_EQ(FakeDeviceList::opened, FakeDeviceList::closed) << "every device opened to query is closed";
+  if (!d) return nullptr;
+  return d.value()->name;
+}
+
+TEST(ManaDeviceSelection, KernelBeforeTheSplitReportsPartZeroForItsOnlyDevice) {
+  FakeDeviceList l({{"mana_0", 0, 0}});
+  EXPECT_STREQ(selected(l), "mana_0");
+}
+
+TEST(ManaDeviceSelection, SplitKernelRcFunctionListedFirstIsSkipped) {
+  FakeDeviceList l({{"mana_0", 3, 0}, {"manae_0", 2, kRawCaps}});
+  EXPECT_STREQ(selected(l), "manae_0");
+  EXPECT_EQ(FakeDeviceList::opened, 2);
+}
+
+TEST(ManaDeviceSelection, SplitKernelEthernetFunctionListedFirstIsTaken) {
+  FakeDeviceList l({{"manae_0", 2, kRawCaps}, {"mana_0", 3, 0}});
+  EXPECT_STREQ(selected(l), "manae_0");
+  EXPECT_EQ(FakeDeviceList::opened, 1) << "the walk stops at the first Ethernet function";
+}
+
+TEST(ManaDeviceSelection, EthernetPartWithoutRawPacketCapabilityIsSkipped) {
+  FakeDeviceList l({{"manae_0", 2, 0}, {"mana_0", 3, 0}});
+  const rdma::IbverbsTable v = FakeDeviceList::verbs();
+  auto d = select_mana_device(v, l.list, "eth1");
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.message().find("manae_0: no raw-packet capability"), std::string::npos) << d.message();
+  EXPECT_NE(d.message().find("mana_0: vendor_part_id 3 (the RC function"), std::string::npos) << d.message();
+  EXPECT_NE(d.message().find("ibv_devinfo -v"), std::string::npos) << d.message();
+  EXPECT_EQ(FakeDeviceList::opened, FakeDeviceList::closed);
+}
+
+TEST(ManaDeviceSelection, UnknownPartIsSkipped) {
+  FakeDeviceList l({{"odd_0", 7, kRawCaps}, {"mana_1", 0, 0}});
+  EXPECT_STREQ(selected(l), "mana_1");
+}
+
+TEST(ManaControl, PartZeroPassesTheBringUpCheck) {
+  auto pool = test::make_pool(1024);
+  Fake::reset();
+  Fake::vendor_part = 0;
+  Fake::qp_errno = EBUSY;
+  Status s = open_with_fakes(pool.get());
+  EXPECT_NE(s.message().find("vPort is in use"), std::string::npos) << s.message();
   EXPECT_EQ(Fake::created, Fake::destroyed);
 }
 
