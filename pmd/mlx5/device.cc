@@ -186,7 +186,7 @@ class Mlx5Port final : public Port {
 
   PortStats stats() const override {
     PortStats s;
-    std::uint64_t sessions = 0, fillers = 0, rx_resets = 0, hw_drops = 0, mismatch = 0;
+    std::uint64_t sessions = 0, fillers = 0, rx_resets = 0, hw_drops = 0, mismatch = 0, rx_skipped = 0;
     std::array<std::uint64_t, 256> rx_synd{}, tx_synd{};
     for (const auto& q : rxq_) {
       QueueCounters c;
@@ -198,6 +198,7 @@ class Mlx5Port final : public Port {
       sessions += count_load(q->compressed_sessions);
       fillers += count_load(q->filler_cqes);
       rx_resets += count_load(q->resets);
+      rx_skipped += count_load(q->skipped_error_cqes);
       hw_drops += count_load(q->hw_drops);
       mismatch += count_load(q->wqe_id_mismatch);
       for (int i = 0; i < 256; ++i) rx_synd[i] += count_load(q->syndromes.count[i]);
@@ -218,6 +219,7 @@ class Mlx5Port final : public Port {
     s.extended["rx_cqe_sessions"] = sessions;
     s.extended["rx_filler_cqes"] = fillers;
     s.extended["rx_queue_resets"] = rx_resets;
+    s.extended["rx_error_cqes_skipped"] = rx_skipped;
     s.extended["rx_hw_drops"] = hw_drops;
     s.extended["rx_wqe_id_mismatch"] = mismatch;
     s.extended["tx_dummy_sends"] = dummies;

@@ -132,7 +132,7 @@ class ModelBackend final : public Backend {
 
   Status start() override {
     dev_.keep_sent(false);
-    if (o_.rx_error_every) dev_.fail_every_rx(o_.rx_error_every, kSyndromeLocalLength);
+    if (o_.rx_error_every) dev_.fail_every_rx(o_.rx_error_every, kSyndromeLocalProt);
     dev_.start_thread(frames_, total_ * o_.loops, o_.rate_pps);
     return Status::ok();
   }

@@ -106,6 +106,7 @@ struct alignas(kCacheLine) RxQueue {
   std::uint64_t filler_cqes = 0;
   std::uint64_t hw_drops = 0;       // sop_drop_qpn top byte, summed
   std::uint64_t resets = 0;
+  std::uint64_t skipped_error_cqes = 0;  // non-critical error CQEs: WQE retired, no reset
   std::uint64_t wqe_id_mismatch = 0;
   SyndromeCounters syndromes;
 };

@@ -100,6 +100,23 @@ void count_error(RxQueue& q, const Cqe64* cqe) noexcept {
   q.needs_reset = true;
 }
 
+// The syndromes after which the RQ is in the error state and must go through RESET, as DPDK's
+// mlx5_rx_err_handle decides (drivers/net/mlx5/mlx5_rx.c, DPDK 38f72e50): LOCAL_QP_OP, LOCAL_PROT
+// and WR_FLUSH. Any other (LOCAL_LENGTH: a frame longer than the buffer) spoils one WQE only: the
+// CQE is skipped and its WQE retired while the queue keeps running.
+RAWPIPE_ALWAYS_INLINE bool critical_syndrome(const Cqe64* cqe) noexcept {
+  const std::uint8_t s = reinterpret_cast<const ErrCqe*>(cqe)->syndrome;
+  return s == kSyndromeLocalQpOp || s == kSyndromeLocalProt || s == kSyndromeWrFlush;
+}
+
+// A non-critical error CQE: counted by syndrome and as an rx error; the caller retires the WQE
+// (its buffer stays posted in the slot and is reused as is).
+RAWPIPE_ALWAYS_INLINE void count_skipped_error(RxQueue& q, const Cqe64* cqe) noexcept {
+  count_add(q.syndromes.count[reinterpret_cast<const ErrCqe*>(cqe)->syndrome]);
+  count_add(q.stats.rx_errors);
+  count_add(q.skipped_error_cqes);
+}
+
 void write_all_wqes(RxQueue& q, RxMode mode) noexcept {
   for (std::uint32_t s = 0; s < q.rq.wqe_cnt; ++s) {
     if (mode == RxMode::kCyclic) {
@@ -212,9 +229,15 @@ std::uint16_t rx_burst_cyclic(void* queue, Mbuf** pkts, std::uint16_t n) noexcep
     const int op = owned(cqe, ci, q.cq_log);
     if (op < 0) break;
     if (RAWPIPE_UNLIKELY(cqe_opcode(static_cast<std::uint8_t>(op)) != kCqeRespSend)) {
-      count_error(q, cqe);
+      if (critical_syndrome(cqe)) {
+        count_error(q, cqe);
+        ++ci;
+        break;
+      }
+      count_skipped_error(q, cqe);
       ++ci;
-      break;
+      ++rq_ci;
+      continue;
     }
     if constexpr (kZip) {
       if (cqe_format(static_cast<std::uint8_t>(op)) == kCqeFormatCompressed) {

@@ -464,6 +464,10 @@ void Device::error_rq(Rq& rq, std::uint8_t syndrome) {
   }
   ++rq.consumed;
   rq.pos = 0;
+  // Only LOCAL_QP_OP, LOCAL_PROT and WR_FLUSH leave the RQ in the error state (DPDK's
+  // mlx5_rx_err_handle resets on exactly these); any other syndrome (LOCAL_LENGTH) spoils the one
+  // WQE and the queue keeps receiving.
+  if (syndrome != kSyndromeLocalQpOp && syndrome != kSyndromeLocalProt && syndrome != kSyndromeWrFlush) return;
   rq.error = true;
   // Every WQE still posted completes with a flush error.
   for (std::uint32_t n = rq.posted(); n > 0 && cq_room(cq) > 0; --n) {

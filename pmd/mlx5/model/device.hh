@@ -16,8 +16,10 @@
 //              inline header size and data-segment lkeys, gathers the frame into `sent()`, and
 //              writes a REQ CQE for WQEs that asked for one. NOP WQEs (dummy sends) are dropped.
 //   errors   - on demand (fail_next_rx / fail_next_tx) or on a bad descriptor: an error CQE with
-//              the syndrome, the queue enters the error state, and an RQ flushes its posted WQEs
-//              with WR_FLUSH CQEs, until the driver resets the queue.
+//              the syndrome. On the critical syndromes (LOCAL_QP_OP, LOCAL_PROT, WR_FLUSH) the
+//              queue enters the error state and an RQ flushes its posted WQEs with WR_FLUSH CQEs,
+//              until the driver resets the queue; any other RX syndrome (LOCAL_LENGTH) consumes
+//              the one WQE and the RQ keeps receiving.
 // Every counter wraps as on hardware (16-bit WQE counters, 24-bit CQ index), so tiny rings
 // exercise every wrap quickly.
 //
