@@ -118,6 +118,10 @@ Status ManaPort::bring_up(ibv_device* device, std::uint8_t port_num) {
   if (env_.tx_queues == 0)
     return Status::errorf("pmd mana on {}: tx_queues must be at least 1 (a raw send QP configures the vPort)", ifname_);
   if (!env_.pool) return Status::errorf("pmd mana on {}: no pool", ifname_);
+  if (env_.rx_ring_size < kMinRingSize || env_.tx_ring_size < kMinRingSize)
+    return Status::errorf("pmd mana on {}: ring sizes {}/{}: MANA queues take at least {} descriptors (DPDK's "
+                          "MIN_BUFFERS_PER_QUEUE); raise rx_ring_size/tx_ring_size",
+                          ifname_, env_.rx_ring_size, env_.tx_ring_size, kMinRingSize);
 
   errno = 0;
   ctx_ = v.open_device(device);

@@ -322,6 +322,46 @@ TEST(ManaControl, NoRdmaInTheKernel) {
   EXPECT_NE(r.message().find("mana_ib"), std::string::npos) << r.message();
 }
 
+TEST(ManaControl, RingSizesBelowDpdksMinimumAreRefused) {
+  for (const char* driver : {"mana", "mana-model"}) {
+    for (const char* key : {"rx_ring_size", "tx_ring_size"}) {
+      auto doc = ConfigSection::parse_string(
+          fmt::format("[p]\n{}\n{} = 32\n", std::string(driver) == "mana" ? "interface = \"eth1\"" : "frames = 1",
+                      key),
+          "r.toml");
+      ASSERT_TRUE(doc) << doc.message();
+      auto p = doc->table("p");
+      ASSERT_TRUE(p);
+      auto spec = (std::string(driver) == "mana" ? kManaDriver : kManaModelDriver).parse(*p);
+      ASSERT_FALSE(spec) << driver << " " << key;
+      EXPECT_NE(spec.message().find("r.toml:3"), std::string::npos) << spec.message();
+      EXPECT_NE(spec.message().find(key), std::string::npos) << spec.message();
+      EXPECT_NE(spec.message().find("at least 64 descriptors"), std::string::npos) << spec.message();
+    }
+    auto ok = ConfigSection::parse_string(
+        fmt::format("[p]\n{}\nrx_ring_size = 64\ntx_ring_size = 128\n",
+                    std::string(driver) == "mana" ? "interface = \"eth1\"" : "frames = 1"),
+        "r.toml");
+    auto p = ok->table("p");
+    auto spec = (std::string(driver) == "mana" ? kManaDriver : kManaModelDriver).parse(*p);
+    EXPECT_TRUE(spec) << spec.message();
+  }
+}
+
+TEST(ManaControl, BringUpRefusesRingsBelowTheMinimum) {
+  auto pool = test::make_pool(1024);
+  Fake::reset();
+  const rdma::IbverbsTable verbs = Fake::verbs();
+  const ManaTable mana = Fake::mana();
+  ManaSpec spec;
+  PortEnv env = env_for(pool.get());
+  env.rx_ring_size = 32;
+  auto port = open_mana_on_device(env, spec, ManaApi{&verbs, &mana}, nullptr, 2, "eth9");
+  ASSERT_FALSE(port);
+  EXPECT_NE(port.message().find("at least 64 descriptors"), std::string::npos) << port.message();
+  EXPECT_EQ(Fake::created, Fake::destroyed);
+}
+
 TEST(ManaControl, ConfigKeys) {
   auto doc = ConfigSection::parse_string("[p]\ninterface = \"eth1\"\nrss = \"l3\"\nrss_key = \"zz\"\n", "t.toml");
   ASSERT_TRUE(doc) << doc.message();
