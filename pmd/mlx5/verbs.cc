@@ -22,6 +22,7 @@
 
 #include "pmd/mlx5/backend.hh"
 #include "pmd/mlx5/hw.hh"
+#include "pmd/mlx5/verbs_cq.hh"
 #include "pmd/rdma/loader.hh"
 #include "pmd/rdma/preflight.hh"
 
@@ -122,16 +123,9 @@ class VerbsBackend final : public Backend {
     for (std::size_t i = 0; i < queues.size(); ++i) {
       RxQueue& q = *queues[i];
       const std::uint32_t cqe = o.striding ? o.wqe_cnt << o.log_strides : o.wqe_cnt;
-      ibv_cq_init_attr_ex cq_attr{};
-      cq_attr.cqe = cqe;
-      mlx5dv_cq_init_attr dv_cq{};
-      if (o.compression) {
-        dv_cq.comp_mask = MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE;
-        dv_cq.cqe_comp_res_format = MLX5DV_CQE_RES_FORMAT_HASH;
-      }
-      ibv_cq_ex* cqx = dv_->create_cq(ctx_, &cq_attr, &dv_cq);
-      if (!cqx) return errno_status(fmt::format("pmd mlx5: mlx5dv_create_cq for receive queue {}", i), errno);
-      ibv_cq* cq = ibv_cq_ex_to_cq(cqx);
+      auto made = create_cq64(*dv_, ctx_, cqe, o.compression, fmt::format("receive queue {}", i));
+      if (!made) return made.status();
+      ibv_cq* cq = made.value();
       rx_cqs_.push_back(cq);
       mlx5dv_obj obj{};
       mlx5dv_cq dcq{};
@@ -191,8 +185,7 @@ class VerbsBackend final : public Backend {
       if (q.rq.stride != want_stride)
         return Status::errorf("pmd mlx5: receive WQE stride is {} bytes, the data path writes {}-byte WQEs", q.rq.stride,
                               want_stride);
-      if (dcq.cqe_size != kCqeSize)
-        return Status::errorf("pmd mlx5: the CQ has {}-byte CQEs; rawpipe polls 64-byte CQEs (unset MLX5_CQE_SIZE)", dcq.cqe_size);
+      RAWPIPE_TRY(check_cqe_size(dcq, fmt::format("receive queue {}", i)));
       q.cq = CqRing{static_cast<std::uint8_t*>(dcq.buf), dcq.cqe_cnt, dcq.dbrec};
       rq_dbrecs_.push_back(q.rq.dbrec);
     }
@@ -222,9 +215,12 @@ class VerbsBackend final : public Backend {
   }
 
   Status create_tx(TxQueue& q, std::uint16_t index, const TxOptions& o) override {
-    const int cqe = static_cast<int>(std::max<std::uint32_t>(o.wqe_cnt / o.comp_every * 2, 16));
-    ibv_cq* cq = v_->create_cq(ctx_, cqe, nullptr, nullptr, 0);
-    if (!cq) return errno_status(fmt::format("pmd mlx5: ibv_create_cq for transmit queue {}", index), errno);
+    const std::uint32_t cqe = std::max<std::uint32_t>(o.wqe_cnt / o.comp_every * 2, 16);
+    // mlx5dv_create_cq rather than ibv_create_cq: only it can pin the CQE size against
+    // MLX5_CQE_SIZE in the environment (verbs_cq.hh).
+    auto made = create_cq64(*dv_, ctx_, cqe, false, fmt::format("transmit queue {}", index));
+    if (!made) return made.status();
+    ibv_cq* cq = made.value();
     tx_cqs_.push_back(cq);
     ibv_qp_init_attr qa{};
     qa.qp_type = IBV_QPT_RAW_PACKET;
@@ -249,6 +245,7 @@ class VerbsBackend final : public Backend {
     if (int rc = dv_->init_obj(&obj, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ); rc != 0)
       return errno_status("pmd mlx5: mlx5dv_init_obj(QP | CQ) for transmit", rc);
     if (dqp.sq.stride != kWqeBb) return Status::errorf("pmd mlx5: SQ stride {} is not a 64-byte WQEBB", dqp.sq.stride);
+    RAWPIPE_TRY(check_cqe_size(dcq, fmt::format("transmit queue {}", index)));
     q.sq = SqRing{static_cast<std::uint8_t*>(dqp.sq.buf), dqp.sq.wqe_cnt, &dqp.dbrec[kSndDbr], dqp.bf.reg, dqp.bf.size,
                   qp->qp_num};
     q.cq = CqRing{static_cast<std::uint8_t*>(dcq.buf), dcq.cqe_cnt, dcq.dbrec};
