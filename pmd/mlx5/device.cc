@@ -54,6 +54,11 @@ class Mlx5Port final : public Port {
     stop();
     for (std::uint64_t h : flows_) backend_->remove_flow(h);
     for (int fd : group_sockets_) ::close(fd);
+    backend_->stop();
+    // The WQs, QPs and MRs go before the striding regions they point at (regions_ would
+    // otherwise be unmapped first, being declared after backend_).
+    backend_.reset();
+    regions_.clear();
   }
 
   Status init() {
@@ -161,6 +166,9 @@ class Mlx5Port final : public Port {
 
   Status start() override {
     if (started_) return Status::ok();
+    // The queues left RDY at stop() and their CQs may hold completions for buffers already
+    // returned: a stopped port is not started again (the pipeline never restarts either).
+    if (quiesced_) return Status::errorf("port '{}': a stopped mlx5 port cannot restart; open it again", env_.name);
     for (auto& q : rxq_) RAWPIPE_TRY(rx_setup(*q, backend_->is_model()).context(fmt::format("port '{}'", env_.name)));
     if (spec_.steer_all) {
       auto h = backend_->add_flow(build_catch_all_attr(backend_->flow_target()));
@@ -173,9 +181,19 @@ class Mlx5Port final : public Port {
     return Status::ok();
   }
 
+  // DPDK's mlx5_dev_stop order (drivers/net/mlx5/mlx5_trigger.c): flow rules go first, then the
+  // queues leave the ready state, and only then do posted buffers return to the pool; a NIC
+  // still steering into a ready RQ would write into buffers someone else now owns.
   void stop() override {
     if (!started_) return;
-    backend_->stop();
+    std::vector<std::uint64_t> flows;
+    {
+      std::lock_guard lock(steer_mu_);
+      flows = std::exchange(flows_, {});
+    }
+    for (std::uint64_t h : flows) backend_->remove_flow(h);
+    backend_->quiesce();
+    quiesced_ = true;
     for (auto& q : rxq_) rx_release(*q);
     for (auto& q : txq_) tx_release(*q);
     started_ = false;
@@ -317,6 +335,7 @@ class Mlx5Port final : public Port {
   RxBurstFn rx_fn_ = nullptr;
   TxBurstFn tx_fn_ = nullptr;
   bool started_ = false;
+  bool quiesced_ = false;
   mutable std::mutex steer_mu_;  // control path: update_steering vs. stats
   std::vector<std::uint64_t> flows_;
   std::vector<int> group_sockets_;

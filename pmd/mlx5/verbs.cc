@@ -277,6 +277,28 @@ class VerbsBackend final : public Backend {
     v_->destroy_flow(f);
   }
 
+  void quiesce() override {
+    // Receive first out of RDY, then transmit; failures are ignored on this path (the device
+    // is going away or was reset already): nothing is left to try.
+    if (!wqs_.empty()) {
+      for (ibv_wq* wq : wqs_) {
+        ibv_wq_attr a{};
+        a.attr_mask = IBV_WQ_ATTR_STATE;
+        a.wq_state = IBV_WQS_RESET;
+        v_->modify_wq(wq, &a);
+      }
+    } else if (rx_qp_) {
+      ibv_qp_attr a{};
+      a.qp_state = IBV_QPS_RESET;
+      v_->modify_qp(rx_qp_, &a, IBV_QP_STATE);
+    }
+    for (ibv_qp* qp : tx_qps_) {
+      ibv_qp_attr a{};
+      a.qp_state = IBV_QPS_RESET;
+      v_->modify_qp(qp, &a, IBV_QP_STATE);
+    }
+  }
+
   bool reset_rq(std::uint16_t queue) override {
     if (!wqs_.empty()) {
       ibv_wq_attr a{};

@@ -252,6 +252,7 @@ struct Device::Rq {
   std::uint32_t pos = 0;        // striding: next stride in the current WQE
   Cq* cq = nullptr;
   bool error = false;
+  bool ready = true;            // false between quiesce() and reset_rq()
   std::uint8_t fail_next = 0;
   std::uint32_t qpn = 0;
   std::array<std::uint64_t, 256> syndromes{};
@@ -269,6 +270,7 @@ struct Device::Sq {
   Cq* cq = nullptr;
   std::uint32_t qpn = 0;
   bool error = false;
+  bool ready = true;               // false between quiesce() and reset_sq()
   std::uint8_t fail_next = 0;
 };
 
@@ -388,10 +390,29 @@ void Device::destroy_flow(int handle) {
   if (handle >= 0 && static_cast<std::size_t>(handle) < flows_.size()) flows_[handle]->alive = false;
 }
 
+void Device::quiesce() {
+  std::lock_guard lock(mu_);
+  for (auto& rq : rqs_) rq->ready = false;
+  for (auto& sq : sqs_) sq->ready = false;
+}
+
+std::vector<std::uint64_t> Device::posted_buffers(std::uint16_t id) const {
+  std::lock_guard lock(mu_);
+  const Rq& rq = *rqs_.at(id);
+  std::vector<std::uint64_t> out;
+  if (!rq.ready || rq.error || rq.o.striding) return out;
+  for (std::uint32_t n = 0, left = rq.posted(); n < left; ++n) {
+    const std::uint32_t slot = (rq.consumed + n) & (rq.o.wqe_cnt - 1);
+    out.push_back(be64(reinterpret_cast<const WqeDataSeg*>(rq.buf.get() + std::size_t(slot) * rq.stride)->addr));
+  }
+  return out;
+}
+
 bool Device::reset_rq(std::uint16_t id) {
   std::lock_guard lock(mu_);
   Rq& rq = *rqs_.at(id);
   rq.error = false;
+  rq.ready = true;
   rq.consumed = 0;
   rq.pos = 0;
   rq.fail_next = 0;
@@ -404,6 +425,7 @@ bool Device::reset_sq(std::uint16_t id) {
   std::lock_guard lock(mu_);
   Sq& sq = *sqs_.at(id);
   sq.error = false;
+  sq.ready = true;
   sq.consumed = 0;
   sq.fail_next = 0;
   std::atomic_ref<std::uint32_t>(sq.dbrec[kSndDbr]).store(0, std::memory_order_relaxed);
@@ -568,6 +590,10 @@ Device::Rx Device::receive_locked(std::span<const std::uint8_t> frame, const Fra
   }
   Rq& rq = *rqs_[static_cast<std::size_t>(target)];
   Cq& cq = *rq.cq;
+  if (!rq.ready) {
+    ++c_.rx_not_ready;
+    return Rx::kQueueError;
+  }
   if (rq.error) {
     ++c_.rx_queue_error;
     return Rx::kQueueError;
@@ -665,7 +691,7 @@ std::size_t Device::try_session(std::span<const std::vector<std::uint8_t>> frame
   if (target < 0) return 0;
   Rq& rq = *rqs_[static_cast<std::size_t>(target)];
   Cq& cq = *rq.cq;
-  if (!rq.o.compression || rq.o.striding || rq.error || rq.fail_next || rx_fail_every_) return 0;
+  if (!rq.o.compression || rq.o.striding || !rq.ready || rq.error || rq.fail_next || rx_fail_every_) return 0;
   const std::size_t limit = std::min<std::size_t>({frames.size(), kMaxSessionLength, rq.posted(), cq_room(cq)});
   std::vector<std::uint32_t> hashes;
   std::size_t n = 0;
@@ -743,7 +769,7 @@ void Device::process_tx() {
 }
 
 void Device::process_sq(Sq& sq) {
-  if (sq.error) return;
+  if (sq.error || !sq.ready) return;
   Cq& cq = *sq.cq;
   const std::uint32_t mask = sq.o.wqe_cnt - 1;
   const std::uint32_t rec = load_record(&sq.dbrec[kSndDbr]) & kWqeCounterMask;

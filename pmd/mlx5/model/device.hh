@@ -82,6 +82,7 @@ struct Counters {
   std::uint64_t tx_cqes = 0;
   std::uint64_t uar_writes = 0;
   std::uint64_t doorbell_order_errors = 0;  // UAR written before the SQ record covered the WQE
+  std::uint64_t rx_not_ready = 0;      // steered to an RQ out of the ready state (quiesced): dropped
 };
 
 class Device {
@@ -102,6 +103,13 @@ class Device {
   // Destination for flows: with RSS configured, the RSS group; otherwise RQ `rq`.
   int create_flow(std::uint16_t rq, const ibv_flow_attr* attr);   // handle >= 0
   void destroy_flow(int handle);
+  // Every RQ and SQ leaves the ready state (ibv_modify_wq/qp to RESET): frames steered to them
+  // are dropped without touching the posted buffers and sends are not read, until reset_rq /
+  // reset_sq bring each back.
+  void quiesce();
+  // The buffer addresses a ready cyclic RQ has posted (WQEs the device may still write into);
+  // empty once the RQ left the ready state.
+  std::vector<std::uint64_t> posted_buffers(std::uint16_t rq) const;
   bool reset_rq(std::uint16_t rq);
   bool reset_sq(std::uint16_t sq);
   const rdma::DoorbellSink* sink() const noexcept { return &sink_; }
