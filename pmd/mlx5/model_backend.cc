@@ -127,7 +127,7 @@ class ModelBackend final : public Backend {
   }
 
   Result<std::uint64_t> add_flow(const FlowAttrBytes& attr) override {
-    return static_cast<std::uint64_t>(dev_.create_flow(first_rq_, flow_attr(attr)));
+    return static_cast<std::uint64_t>(dev_.create_flow(first_rq_, flow_attr(attr), rss_hash_fields(rss_type_of(attr))));
   }
   void remove_flow(std::uint64_t handle) override { dev_.destroy_flow(static_cast<int>(handle)); }
   // Before the queues leave RDY, every buffer the device could still write into must still be

@@ -8,11 +8,12 @@
 //   receive: per queue a CQ from mlx5dv_create_cq (compressed CQEs in HASH format when
 //            configured). One cyclic queue: a raw-packet QP taken RESET->INIT->RTR. Several
 //            queues or a striding RQ: a WQ per queue (mlx5dv_create_wq with striding attributes),
-//            moved to RDY, an indirection table of 2^n entries and a receive-only Toeplitz RSS QP.
+//            moved to RDY, an indirection table of 2^n entries and a receive-only Toeplitz RSS QP
+//            per traffic type (flow.hh RssType).
 //            mlx5dv_init_obj(CQ | QP or RWQ) gives the rings and doorbell records.
 //   transmit: per queue a CQ and a raw-packet QP, RESET->INIT->RTR->RTS, mlx5dv_init_obj(QP | CQ)
 //            for the SQ ring, its doorbell record and the UAR/BlueFlame register.
-//   steering: ibv_create_flow on the receive QP (the RSS QP when there is one).
+//   steering: ibv_create_flow on the receive QP (with RSS, the hash QP of the flow's type).
 #include <arpa/inet.h>
 
 #include <bit>
@@ -198,18 +199,26 @@ class VerbsBackend final : public Backend {
       ia.ind_tbl = ind_wqs_.data();
       ind_ = v_->create_rwq_ind_table(ctx_, &ia);
       if (!ind_) return errno_status("pmd mlx5: ibv_create_rwq_ind_table", errno);
-      ibv_qp_init_attr_ex qa{};
-      qa.qp_type = IBV_QPT_RAW_PACKET;
-      qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
-      qa.pd = pd_;
-      qa.rwq_ind_tbl = ind_;
-      qa.rx_hash_conf.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
-      qa.rx_hash_conf.rx_hash_key_len = sizeof(kRssKey);
-      qa.rx_hash_conf.rx_hash_key = const_cast<std::uint8_t*>(kRssKey);
-      qa.rx_hash_conf.rx_hash_fields_mask = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_PORT_UDP |
-                                            IBV_RX_HASH_DST_PORT_UDP;
-      rx_qp_ = v_->create_qp_ex(ctx_, &qa);
-      if (!rx_qp_) return errno_status("pmd mlx5: ibv_create_qp_ex (Toeplitz RSS over the receive WQs)", errno);
+      // One receive-only hash QP (a TIR) per traffic type, each hashing that type's fields over
+      // the same indirection table (flow.hh RssType); add_flow attaches a flow to the QP of its
+      // type. One QP with IPv4 and UDP fields alone left IPv6 and TCP traffic unhashed.
+      for (std::size_t t = 0; t < kRssTypes; ++t) {
+        ibv_qp_init_attr_ex qa{};
+        qa.qp_type = IBV_QPT_RAW_PACKET;
+        qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
+        qa.pd = pd_;
+        qa.rwq_ind_tbl = ind_;
+        qa.rx_hash_conf.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
+        qa.rx_hash_conf.rx_hash_key_len = sizeof(kRssKey);
+        qa.rx_hash_conf.rx_hash_key = const_cast<std::uint8_t*>(kRssKey);
+        qa.rx_hash_conf.rx_hash_fields_mask = rss_hash_fields(static_cast<RssType>(t));
+        ibv_qp* qp = v_->create_qp_ex(ctx_, &qa);
+        if (!qp)
+          return errno_status(fmt::format("pmd mlx5: ibv_create_qp_ex (Toeplitz RSS QP {} of {} over the receive WQs)",
+                                          t + 1, kRssTypes),
+                              errno);
+        hash_qps_.push_back(qp);
+      }
     }
     return Status::ok();
   }
@@ -264,7 +273,8 @@ class VerbsBackend final : public Backend {
 
   Result<std::uint64_t> add_flow(const FlowAttrBytes& attr) override {
     auto copy = attr;  // ibv_create_flow takes a non-const attr
-    ibv_flow* f = v_->create_flow(rx_qp_, reinterpret_cast<ibv_flow_attr*>(copy.data()));
+    ibv_qp* target = hash_qps_.empty() ? rx_qp_ : hash_qps_[static_cast<std::size_t>(rss_type_of(attr))];
+    ibv_flow* f = v_->create_flow(target, reinterpret_cast<ibv_flow_attr*>(copy.data()));
     if (!f)
       return errno_status("pmd mlx5: ibv_create_flow (does the device allow managed flow steering? mlxconfig "
                           "FLOW_STEERING_MODE / firmware)", errno);
@@ -347,6 +357,7 @@ class VerbsBackend final : public Backend {
     if (!v_) return;
     for (ibv_flow* f : flows_) v_->destroy_flow(f);
     if (rx_qp_) v_->destroy_qp(rx_qp_);
+    for (ibv_qp* q : hash_qps_) v_->destroy_qp(q);
     if (ind_) v_->destroy_rwq_ind_table(ind_);
     for (ibv_wq* w : wqs_) v_->destroy_wq(w);
     for (ibv_qp* q : tx_qps_) v_->destroy_qp(q);
@@ -370,7 +381,8 @@ class VerbsBackend final : public Backend {
   std::vector<ibv_wq*> wqs_, ind_wqs_;
   std::vector<std::uint32_t*> rq_dbrecs_;
   ibv_rwq_ind_table* ind_ = nullptr;
-  ibv_qp* rx_qp_ = nullptr;
+  ibv_qp* rx_qp_ = nullptr;             // the one cyclic queue's QP (no RSS)
+  std::vector<ibv_qp*> hash_qps_;         // with RSS: one per RssType
   std::vector<ibv_qp*> tx_qps_;
   std::vector<ibv_flow*> flows_;
   std::string name_;

@@ -278,6 +278,7 @@ struct Device::Flow {
   std::uint16_t rq = 0;
   std::vector<std::uint8_t> attr;
   std::uint16_t priority = 0;
+  std::uint64_t hash_fields = 0;   // of the hash QP the flow is attached to
   bool alive = true;
 };
 
@@ -374,10 +375,11 @@ void Device::set_rss(std::span<const std::uint8_t> key, std::span<const std::uin
   for (std::size_t i = 0; i < size; ++i) rss_table_[i] = rqs[i % rqs.size()];
 }
 
-int Device::create_flow(std::uint16_t rq, const ibv_flow_attr* attr) {
+int Device::create_flow(std::uint16_t rq, const ibv_flow_attr* attr, std::uint64_t hash_fields) {
   std::lock_guard lock(mu_);
   auto f = std::make_unique<Flow>();
   f->rq = rq;
+  f->hash_fields = hash_fields;
   const auto* p = reinterpret_cast<const std::uint8_t*>(attr);
   f->attr.assign(p, p + attr->size);
   f->priority = attr->priority;
@@ -517,20 +519,32 @@ int Device::steer(std::span<const std::uint8_t> frame, std::uint32_t& tag, std::
   if (!best) return -1;
   tag = best_tag;
   rq = best->rq;
-  if (!rss_table_.empty() && f.l3) {
+  if (!rss_table_.empty()) {
+    // A TIR hashes only the fields it was created with; a frame of another type (an IPv6 frame
+    // on an IPv4 QP, a non-IP frame) is not hashed and takes the table's first entry.
+    const std::uint64_t h = best->hash_fields;
+    const bool l3 = (f.l3 == 4 && (h & (IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4))) ||
+                    (f.l3 == 6 && (h & (IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6)));
+    const bool ports = f.has_ports && ((f.proto == 17 && (h & (IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP))) ||
+                                       (f.proto == 6 && (h & (IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP))));
+    if (!l3) {
+      hash = 0;
+      hash_type = 0;
+      return rss_table_[0];
+    }
     std::uint8_t in[36];
     const std::size_t alen = f.l3 == 4 ? 4 : 16;
     std::memcpy(in, f.src, alen);
     std::memcpy(in + alen, f.dst, alen);
     std::size_t n = 2 * alen;
-    if (f.has_ports) {
+    if (ports) {
       in[n++] = static_cast<std::uint8_t>(f.sport >> 8);
       in[n++] = static_cast<std::uint8_t>(f.sport);
       in[n++] = static_cast<std::uint8_t>(f.dport >> 8);
       in[n++] = static_cast<std::uint8_t>(f.dport);
     }
     hash = toeplitz(rss_key_, in, n);
-    hash_type = static_cast<std::uint8_t>((f.l3 == 4 ? 1 : 2) | (f.has_ports ? 4 : 0));
+    hash_type = static_cast<std::uint8_t>((f.l3 == 4 ? 1 : 2) | (ports ? 4 : 0));
     rq = rss_table_[hash & (rss_table_.size() - 1)];
   }
   return rq;

@@ -85,6 +85,10 @@ struct Counters {
   std::uint64_t rx_not_ready = 0;      // steered to an RQ out of the ready state (quiesced): dropped
 };
 
+inline constexpr std::uint64_t kAllHashFields =
+    IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6 |
+    IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP | IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
+
 class Device {
  public:
   Device();
@@ -101,7 +105,9 @@ class Device {
   // RSS over `rqs` with a 40-byte Toeplitz key (indirection table filled round-robin to 2^n).
   void set_rss(std::span<const std::uint8_t> key, std::span<const std::uint16_t> rqs);
   // Destination for flows: with RSS configured, the RSS group; otherwise RQ `rq`.
-  int create_flow(std::uint16_t rq, const ibv_flow_attr* attr);   // handle >= 0
+  // `hash_fields` (IBV_RX_HASH_*) are those of the hash QP the flow is attached to: with RSS the
+  // model hashes only those, as a TIR does; a frame none of them covers gets hash 0.
+  int create_flow(std::uint16_t rq, const ibv_flow_attr* attr, std::uint64_t hash_fields = kAllHashFields);   // handle >= 0
   void destroy_flow(int handle);
   // Every RQ and SQ leaves the ready state (ibv_modify_wq/qp to RESET): frames steered to them
   // are dropped without touching the posted buffers and sends are not read, until reset_rq /

@@ -385,3 +385,97 @@ TEST(Mlx5Model, OwnThreadDeliversEverythingInOrder) {
 
 }  // namespace
 }  // namespace rawpipe::mlx5::testing
+
+namespace rawpipe::mlx5::testing {
+namespace {
+
+using model::RqOptions;
+
+// Toeplitz as Microsoft's RSS specification defines it, written here from the specification
+// (not from the model) so the model's choice of input fields is what is tested.
+std::uint32_t reference_toeplitz(const std::uint8_t* key, const std::vector<std::uint8_t>& in) {
+  std::uint32_t result = 0;
+  std::uint32_t window = std::uint32_t(key[0]) << 24 | std::uint32_t(key[1]) << 16 | std::uint32_t(key[2]) << 8 | key[3];
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    for (int b = 7; b >= 0; --b) {
+      if (in[i] & (1u << b)) result ^= window;
+      window = window << 1 | ((key[i + 4] >> b) & 1u);
+    }
+  }
+  return result;
+}
+
+constexpr std::uint8_t kKey[40] = {0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+                                   0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+                                   0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
+
+TEST(Mlx5Rss, ARuleWithoutAProtocolExpandsIntoOneFlowPerTrafficType) {
+  FlowTarget t;
+  t.port_mac = kPortMac;
+  auto any = parse_match_rule("any dst 10.0.0.2");
+  ASSERT_TRUE(any) << any.message();
+  const auto v4 = build_flow_attrs(any.value(), 0, t);
+  ASSERT_EQ(v4.size(), 3u);
+  EXPECT_EQ(rss_type_of(v4[0]), RssType::kIpv4Udp);
+  EXPECT_EQ(rss_type_of(v4[1]), RssType::kIpv4Tcp);
+  EXPECT_EQ(rss_type_of(v4[2]), RssType::kIpv4Other);
+  EXPECT_LT(flow_attr(v4[0])->priority, flow_attr(v4[2])->priority) << "UDP and TCP win over the L3-only flow";
+  EXPECT_EQ(flow_attr(v4[0])->priority, flow_attr(v4[1])->priority);
+  auto udp = parse_match_rule("udp dst *:5000");
+  ASSERT_TRUE(udp);
+  const auto both = build_flow_attrs(udp.value(), 0, t);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(rss_type_of(both[0]), RssType::kIpv4Udp);
+  EXPECT_EQ(rss_type_of(both[1]), RssType::kIpv6Udp);
+  EXPECT_EQ(rss_type_of(build_catch_all_attr(t)), RssType::kIpv4Other);
+  // The fields each type's QP is created with (ibv_rx_hash_fields).
+  EXPECT_EQ(rss_hash_fields(RssType::kIpv4Udp),
+            std::uint64_t(IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP));
+  EXPECT_EQ(rss_hash_fields(RssType::kIpv6Tcp),
+            std::uint64_t(IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6 | IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP));
+  EXPECT_EQ(rss_hash_fields(RssType::kIpv6Other), std::uint64_t(IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6));
+}
+
+std::uint32_t cqe_hash_after(Harness& h, const std::vector<std::uint8_t>& frame, std::uint64_t fields) {
+  FlowTarget t;
+  t.port_mac = kPortMac;
+  const auto attr = build_catch_all_attr(t);
+  const int flow = h.dev.create_flow(h.rq_id, flow_attr(attr), fields);
+  EXPECT_EQ(h.dev.receive(frame), model::Device::Rx::kDelivered);
+  h.dev.destroy_flow(flow);
+  Mbuf* m;
+  EXPECT_EQ(h.rx_burst(&m, 1), 1);
+  const std::uint32_t hash = m->rss_hash;
+  mbuf_free(m);
+  return hash;
+}
+
+TEST(Mlx5Rss, TheModelHashesOnlyTheFieldsOfTheQpTheFlowIsAttachedTo) {
+  Harness h(256);
+  h.make_rx(RqOptions{.wqe_cnt = 16, .cqe_cnt = 16}, false);
+  const std::uint16_t rqs[] = {h.rq_id};
+  h.dev.set_rss(kKey, rqs);
+  const auto f4 = seq_frame(1, 18, 1234);  // 10.0.0.1:1234 -> 10.0.0.2:5000
+  const std::vector<std::uint8_t> addrs = {10, 0, 0, 1, 10, 0, 0, 2};
+  std::vector<std::uint8_t> with_ports = addrs;
+  for (std::uint8_t b : {0x04, 0xd2, 0x13, 0x88}) with_ports.push_back(b);
+  EXPECT_EQ(cqe_hash_after(h, f4, rss_hash_fields(RssType::kIpv4Udp)), reference_toeplitz(kKey, with_ports));
+  EXPECT_EQ(cqe_hash_after(h, f4, rss_hash_fields(RssType::kIpv4Other)), reference_toeplitz(kKey, addrs))
+      << "an address-only QP does not hash the ports";
+  EXPECT_EQ(cqe_hash_after(h, f4, rss_hash_fields(RssType::kIpv4Tcp)), reference_toeplitz(kKey, addrs))
+      << "a TCP QP hashes no UDP ports";
+  wire::Ipv6Addr a{}, b{};
+  a[0] = b[0] = 0xfd;
+  a[15] = 1;
+  b[15] = 2;
+  auto f6 = rawpipe::testing::udp6_frame(a, b, 1234, 5000);
+  std::memcpy(f6.data(), kPortMac.data(), 6);
+  EXPECT_EQ(cqe_hash_after(h, f6, rss_hash_fields(RssType::kIpv4Udp)), 0u) << "an IPv4 QP does not hash IPv6";
+  std::vector<std::uint8_t> v6(a.begin(), a.end());
+  v6.insert(v6.end(), b.begin(), b.end());
+  EXPECT_EQ(cqe_hash_after(h, f6, rss_hash_fields(RssType::kIpv6Other)), reference_toeplitz(kKey, v6));
+  h.release();
+}
+
+}  // namespace
+}  // namespace rawpipe::mlx5::testing
