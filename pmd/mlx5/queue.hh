@@ -89,6 +89,7 @@ struct alignas(kCacheLine) RxQueue {
     std::uint32_t next = 0;         // index of the next mini
     std::uint32_t title_ci = 0;     // CQ index of the title
     std::uint16_t flags = 0;        // Mbuf flags from the title
+    std::uint16_t vlan = 0;         // the title's stripped VLAN TCI
     std::uint32_t flow_tag = 0;
   } zip;
 

@@ -70,7 +70,9 @@ void complete(TxQueue& q) noexcept {
     const int op = owned(cqe, ci, q.cq_log);
     if (op < 0) break;
     ++ci;
-    if (RAWPIPE_UNLIKELY(cqe_opcode(static_cast<std::uint8_t>(op)) != kCqeReq)) {
+    // Only REQ_ERR/RESP_ERR are errors (DPDK check_cqe_error); any other opcode completes.
+    const std::uint8_t opcode = cqe_opcode(static_cast<std::uint8_t>(op));
+    if (RAWPIPE_UNLIKELY(opcode == kCqeReqErr || opcode == kCqeRespErr)) {
       const auto* err = reinterpret_cast<const ErrCqe*>(cqe);
       count_add(q.syndromes.count[err->syndrome]);
       q.needs_reset = true;
@@ -100,7 +102,8 @@ void tx_reset(TxQueue& q) noexcept {
     Cqe64* cqe = cqe_at(q.cq, ci);
     const int op = owned(cqe, ci, q.cq_log);
     if (op < 0) break;
-    if (cqe_opcode(static_cast<std::uint8_t>(op)) != kCqeReq) {
+    const std::uint8_t opcode = cqe_opcode(static_cast<std::uint8_t>(op));
+    if (opcode == kCqeReqErr || opcode == kCqeRespErr) {
       count_add(q.syndromes.count[reinterpret_cast<ErrCqe*>(cqe)->syndrome]);
     } else {
       // Completed before the error: those frames left.
