@@ -109,10 +109,19 @@ class VerbsBackend final : public Backend {
     if (o.compression && !(dv_attr_.comp_mask & MLX5DV_CONTEXT_MASK_CQE_COMPRESION &&
                            dv_attr_.cqe_comp_caps.supported_format & MLX5DV_CQE_RES_FORMAT_HASH))
       return Status::error("pmd mlx5: cqe_compression = true but the device does not offer compressed CQEs in hash format");
+    // max_num is the longest session the device may write; 0 means compression is off on this
+    // device or port (mlx5dv_query_device(3)), whatever the formats say.
+    if (o.compression && dv_attr_.cqe_comp_caps.max_num == 0)
+      return Status::error("pmd mlx5: cqe_compression = true but the device reports a maximum compressed session of 0 "
+                           "CQEs (compression disabled in firmware?); set cqe_compression = false");
     if (o.striding) {
       const auto& c = dv_attr_.striding_rq_caps;
       if (!(dv_attr_.comp_mask & MLX5DV_CONTEXT_MASK_STRIDING_RQ) || !c.max_single_wqe_log_num_of_strides)
         return Status::error("pmd mlx5: striding_rq = true but the device has no striding RQ");
+      // supported_qpts is a bit mask of QP types (1 << IBV_QPT_*) striding WQs may serve.
+      if (!(c.supported_qpts & (1u << IBV_QPT_RAW_PACKET)))
+        return Status::error("pmd mlx5: striding_rq = true but the device offers striding RQs only for other QP types "
+                             "than raw packet; set striding_rq = false");
       if (o.log_stride_size < c.min_single_stride_log_num_of_bytes || o.log_stride_size > c.max_single_stride_log_num_of_bytes)
         return Status::errorf("pmd mlx5: log_stride_size {} is outside the device's range {}..{}", o.log_stride_size,
                               c.min_single_stride_log_num_of_bytes, c.max_single_stride_log_num_of_bytes);
