@@ -377,6 +377,12 @@ Result<std::unique_ptr<PortSpec>> parse_mana(ConfigSection& section) {
   ManaSpec spec;
   spec.interface = section.string("interface");
   parse_common_keys(section, spec);
+  // mana_ib passes only the Toeplitz key to the vPort (mana_ib_create_qp_rss ->
+  // mana_ib_cfg_vport_steering in the kernel's drivers/infiniband/hw/mana/qp.c): the hash field
+  // mask is never sent, so "l3" would change nothing on an Azure VM.
+  if (spec.rss == RssFields::kL3)
+    section.fail("rss", "rss = \"l3\" has no effect on MANA hardware: mana_ib ignores the hash field mask and the "
+                        "vPort hashes with its own fields; remove the key (\"l3\" exists only in mana-model)");
   RAWPIPE_TRY(section.status());
   return std::unique_ptr<PortSpec>(new ManaPortSpec(std::move(spec)));
 }

@@ -362,8 +362,23 @@ TEST(ManaControl, BringUpRefusesRingsBelowTheMinimum) {
   EXPECT_EQ(Fake::created, Fake::destroyed);
 }
 
+TEST(ManaControl, RssL3IsRefusedOnHardwareWhereManaIbIgnoresTheFieldMask) {
+  auto doc = ConfigSection::parse_string("[p]\ninterface = \"eth1\"\nrss = \"l3\"\n", "h.toml");
+  ASSERT_TRUE(doc) << doc.message();
+  auto hw = doc->table("p");
+  ASSERT_TRUE(hw);
+  auto spec = kManaDriver.parse(*hw);
+  ASSERT_FALSE(spec);
+  EXPECT_NE(spec.message().find("h.toml:3"), std::string::npos) << spec.message();
+  EXPECT_NE(spec.message().find("no effect on MANA hardware"), std::string::npos) << spec.message();
+  auto model = ConfigSection::parse_string("[p]\nframes = 1\nrss = \"l3\"\n", "m.toml");
+  auto mt = model->table("p");
+  ASSERT_TRUE(mt);
+  EXPECT_TRUE(kManaModelDriver.parse(*mt)) << "the model keeps l3 for experiments";
+}
+
 TEST(ManaControl, ConfigKeys) {
-  auto doc = ConfigSection::parse_string("[p]\ninterface = \"eth1\"\nrss = \"l3\"\nrss_key = \"zz\"\n", "t.toml");
+  auto doc = ConfigSection::parse_string("[p]\ninterface = \"eth1\"\nrss = \"l4\"\nrss_key = \"zz\"\n", "t.toml");
   ASSERT_TRUE(doc) << doc.message();
   auto p = doc->table("p");
   ASSERT_TRUE(p);
