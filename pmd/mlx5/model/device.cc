@@ -403,7 +403,7 @@ std::vector<std::uint64_t> Device::posted_buffers(std::uint16_t id) const {
   const Rq& rq = *rqs_.at(id);
   std::vector<std::uint64_t> out;
   if (!rq.ready || rq.error || rq.o.striding) return out;
-  for (std::uint32_t n = 0, left = rq.posted(); n < left; ++n) {
+  for (std::uint32_t n = 0, left = std::min(rq.posted(), rq.o.wqe_cnt); n < left; ++n) {
     const std::uint32_t slot = (rq.consumed + n) & (rq.o.wqe_cnt - 1);
     out.push_back(be64(reinterpret_cast<const WqeDataSeg*>(rq.buf.get() + std::size_t(slot) * rq.stride)->addr));
   }
@@ -612,6 +612,12 @@ Device::Rx Device::receive_locked(std::span<const std::uint8_t> frame, const Fra
     ++c_.rx_queue_error;
     return Rx::kQueueError;
   }
+  if (rq.posted() > rq.o.wqe_cnt) {
+    // The record went backwards (or past the ring): nothing it announces can be trusted.
+    ++c_.record_errors;
+    ++c_.rx_no_wqe;
+    return Rx::kNoWqe;
+  }
   if (rq.posted() == 0) {
     ++c_.rx_no_wqe;
     return Rx::kNoWqe;
@@ -705,7 +711,9 @@ std::size_t Device::try_session(std::span<const std::vector<std::uint8_t>> frame
   if (target < 0) return 0;
   Rq& rq = *rqs_[static_cast<std::size_t>(target)];
   Cq& cq = *rq.cq;
-  if (!rq.o.compression || rq.o.striding || !rq.ready || rq.error || rq.fail_next || rx_fail_every_) return 0;
+  if (!rq.o.compression || rq.o.striding || !rq.ready || rq.error || rq.fail_next || rx_fail_every_ ||
+      rq.posted() > rq.o.wqe_cnt)
+    return 0;
   const std::size_t limit = std::min<std::size_t>({frames.size(), kMaxSessionLength, rq.posted(), cq_room(cq)});
   std::vector<std::uint32_t> hashes;
   std::size_t n = 0;
@@ -787,6 +795,18 @@ void Device::process_sq(Sq& sq) {
   Cq& cq = *sq.cq;
   const std::uint32_t mask = sq.o.wqe_cnt - 1;
   const std::uint32_t rec = load_record(&sq.dbrec[kSndDbr]) & kWqeCounterMask;
+  // The record only moves forward and never past the ring: a record behind the consumer (or
+  // further ahead than the ring holds) cannot come from a correct driver, and a NIC would read
+  // garbage WQEs. The SQ goes to the error state with a LOCAL_QP_OP CQE.
+  if (((rec - sq.consumed) & kWqeCounterMask) > sq.o.wqe_cnt) {
+    ++c_.record_errors;
+    if (cq_room(cq)) {
+      write_error_cqe(cq, kCqeReqErr, kSyndromeLocalQpOp, static_cast<std::uint16_t>(sq.consumed), sq.qpn);
+      ++c_.tx_error_cqes;
+    }
+    sq.error = true;
+    return;
+  }
   while ((sq.consumed & kWqeCounterMask) != rec) {
     const std::uint16_t idx = static_cast<std::uint16_t>(sq.consumed);
     const auto* w = reinterpret_cast<const SendWqe*>(sq.buf.get() + std::size_t(sq.consumed & mask) * kWqeBb);
@@ -803,7 +823,9 @@ void Device::process_sq(Sq& sq) {
     const std::uint8_t opcode = op & 0xff;
     if (!syndrome && opcode == kOpcodeSend) {
       const std::uint16_t inl = be16(w->eth.inline_hdr_sz);
-      if (inl < sq.o.min_inline || inl > kEthL2InlineHeader) syndrome = kSyndromeLocalQpOp;
+      // The DS count must cover the eth segment with its inline header, or the NIC would take
+      // inline header bytes for a data segment.
+      if (inl < sq.o.min_inline || inl > kEthL2InlineHeader || ds < 1 + eth_seg_ds(inl)) syndrome = kSyndromeLocalQpOp;
       else {
         frame.assign(w->eth.inline_hdr_start, w->eth.inline_hdr_start + inl);
         const std::uint32_t eth_ds = eth_seg_ds(inl);

@@ -83,6 +83,7 @@ struct Counters {
   std::uint64_t uar_writes = 0;
   std::uint64_t doorbell_order_errors = 0;  // UAR written before the SQ record covered the WQE
   std::uint64_t rx_not_ready = 0;      // steered to an RQ out of the ready state (quiesced): dropped
+  std::uint64_t record_errors = 0;     // an RQ or SQ doorbell record behind the consumer or past the ring
 };
 
 inline constexpr std::uint64_t kAllHashFields =

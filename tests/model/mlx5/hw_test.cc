@@ -221,5 +221,39 @@ TEST(Mlx5Golden, TransmitCompletionAndDoorbellRecord) {
   EXPECT_EQ(h.dev.counters().uar_writes, 1u);
 }
 
+// What the model rejects as a NIC would: a send WQE whose DS count cannot hold the eth segment
+// with its 18-byte inline header, and doorbell records that go backwards.
+TEST(Mlx5Golden, ModelRejectsAShortDsCountAndBackwardRecords) {
+  Harness h(64);
+  h.make_tx(model::SqOptions{.wqe_cnt = 16, .cqe_cnt = 16}, 1);
+  Mbuf* m = h.pool->alloc();
+  const auto f = seq_frame(1);
+  std::memcpy(m->data(), f.data(), f.size());
+  m->data_len = static_cast<std::uint32_t>(f.size());
+  build_send_wqe(h.txq->sq.buf, 0, h.txq->sq.qpn, h.txq->lkey, 18, true, m);
+  auto* ctrl = reinterpret_cast<mlx5_wqe_ctrl_seg*>(h.txq->sq.buf);
+  ctrl->qpn_ds = be32(h.txq->sq.qpn << 8 | 2);  // ctrl + half of the eth segment
+  std::atomic_ref<std::uint32_t>(h.txq->sq.dbrec[0]).store(be32(1), std::memory_order_release);
+  h.dev.process_tx();
+  auto* c = reinterpret_cast<mlx5_cqe64*>(h.txq->cq.buf);
+  EXPECT_EQ(mlx5dv_get_cqe_opcode(c), MLX5_CQE_REQ_ERR);
+  EXPECT_EQ(reinterpret_cast<mlx5_err_cqe*>(c)->syndrome, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+  EXPECT_EQ(h.dev.counters().tx_frames, 0u);
+  EXPECT_TRUE(h.dev.reset_sq(0));
+  // A send record moved backwards (the model consumed 0; the record says 0xfff0).
+  std::atomic_ref<std::uint32_t>(h.txq->sq.dbrec[0]).store(be32(0xfff0), std::memory_order_release);
+  h.dev.process_tx();
+  EXPECT_EQ(h.dev.counters().record_errors, 1u);
+  EXPECT_EQ(h.dev.counters().tx_error_cqes, 2u);
+  mbuf_free(m);
+
+  h.make_rx(model::RqOptions{.wqe_cnt = 8, .cqe_cnt = 8});
+  std::atomic_ref<std::uint32_t>(*h.rxq->rq.dbrec).store(be32(0xfffc), std::memory_order_release);
+  EXPECT_EQ(h.dev.receive(seq_frame(2)), model::Device::Rx::kNoWqe);
+  EXPECT_EQ(h.dev.counters().record_errors, 2u);
+  std::atomic_ref<std::uint32_t>(*h.rxq->rq.dbrec).store(be32(8), std::memory_order_release);
+  EXPECT_EQ(h.dev.receive(seq_frame(3)), model::Device::Rx::kDelivered);
+}
+
 }  // namespace
 }  // namespace rawpipe::mlx5::testing
