@@ -14,6 +14,7 @@
 #include "rawpipe/status.hh"
 #include "pmd/mlx5/flow.hh"
 #include "pmd/mlx5/queue.hh"
+#include "pmd/rdma/preflight.hh"
 #include "pipeline/port/driver.hh"
 
 namespace rawpipe::mlx5 {
@@ -72,6 +73,10 @@ struct VerbsOptions {
   std::string interface;
 };
 Result<std::unique_ptr<Backend>> open_verbs_backend(const VerbsOptions& o);
+// The same backend on a preflight result and provider table the caller supplies (tests hand in
+// tables of their own to see every verbs call the control path makes).
+Result<std::unique_ptr<Backend>> open_verbs_backend_on(rdma::PreflightResult pre, const rdma::Mlx5Table& dv,
+                                                       std::string_view interface);
 
 struct ModelOptions {
   std::string pcap;                    // frames from this capture, or

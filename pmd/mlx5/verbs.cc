@@ -58,30 +58,36 @@ class VerbsBackend final : public Backend {
     };
     auto pre = rdma::rdma_preflight(o.interface, po);
     if (!pre) return pre.status();
-    pre_ = std::move(pre).value();
+    return attach(std::move(pre).value(), dv_, o.interface);
+  }
+
+  // Everything after the preflight, on its result and the provider table.
+  Status attach(rdma::PreflightResult pre, const rdma::Mlx5Table* dv, std::string_view interface) {
+    pre_ = std::move(pre);
+    dv_ = dv;
     v_ = pre_.verbs;
     const std::string dev_name = v_->get_device_name(pre_.device);
     if (!dv_->is_supported(pre_.device))
-      return Status::errorf("pmd mlx5 on {}: RDMA device {} is not handled by the mlx5 provider", o.interface, dev_name);
+      return Status::errorf("pmd mlx5 on {}: RDMA device {} is not handled by the mlx5 provider", interface, dev_name);
     ctx_ = v_->open_device(pre_.device);
-    if (!ctx_) return errno_status(fmt::format("pmd mlx5 on {}: ibv_open_device({})", o.interface, dev_name), errno);
+    if (!ctx_) return errno_status(fmt::format("pmd mlx5 on {}: ibv_open_device({})", interface, dev_name), errno);
     std::memset(&attr_, 0, sizeof(attr_));
     if (int rc = v_->query_device_ex(ctx_, &attr_); rc != 0)
-      return errno_status(fmt::format("pmd mlx5 on {}: ibv_query_device_ex", o.interface), rc);
+      return errno_status(fmt::format("pmd mlx5 on {}: ibv_query_device_ex", interface), rc);
     std::memset(&dv_attr_, 0, sizeof(dv_attr_));
     dv_attr_.comp_mask = MLX5DV_CONTEXT_MASK_CQE_COMPRESION | MLX5DV_CONTEXT_MASK_STRIDING_RQ;
     if (int rc = dv_->query_device(ctx_, &dv_attr_); rc != 0)
-      return errno_status(fmt::format("pmd mlx5 on {}: mlx5dv_query_device", o.interface), rc);
+      return errno_status(fmt::format("pmd mlx5 on {}: mlx5dv_query_device", interface), rc);
     port_attr_ = {};
     if (int rc = v_->query_port(ctx_, pre_.netdev.rdma_port, &port_attr_); rc != 0)
-      return errno_status(fmt::format("pmd mlx5 on {}: ibv_query_port({})", o.interface, pre_.netdev.rdma_port), rc);
+      return errno_status(fmt::format("pmd mlx5 on {}: ibv_query_port({})", interface, pre_.netdev.rdma_port), rc);
     if (port_attr_.link_layer != IBV_LINK_LAYER_ETHERNET)
       return Status::errorf("pmd mlx5 on {}: port {} of {} is InfiniBand, not Ethernet; raw-packet queues need an "
                             "Ethernet port (set the port type with mlxconfig LINK_TYPE_P1=2)",
-                            o.interface, pre_.netdev.rdma_port, dev_name);
+                            interface, pre_.netdev.rdma_port, dev_name);
     pd_ = v_->alloc_pd(ctx_);
-    if (!pd_) return errno_status(fmt::format("pmd mlx5 on {}: ibv_alloc_pd", o.interface), errno);
-    name_ = fmt::format("{} ({} port {}, part {}, fw {})", o.interface, dev_name, pre_.netdev.rdma_port,
+    if (!pd_) return errno_status(fmt::format("pmd mlx5 on {}: ibv_alloc_pd", interface), errno);
+    name_ = fmt::format("{} ({} port {}, part {}, fw {})", interface, dev_name, pre_.netdev.rdma_port,
                         attr_.orig_attr.vendor_part_id, attr_.orig_attr.fw_ver);
     return Status::ok();
   }
@@ -402,6 +408,13 @@ class VerbsBackend final : public Backend {
 Result<std::unique_ptr<Backend>> open_verbs_backend(const VerbsOptions& o) {
   auto b = std::make_unique<VerbsBackend>();
   RAWPIPE_TRY(b->open(o));
+  return std::unique_ptr<Backend>(std::move(b));
+}
+
+Result<std::unique_ptr<Backend>> open_verbs_backend_on(rdma::PreflightResult pre, const rdma::Mlx5Table& dv,
+                                                       std::string_view interface) {
+  auto b = std::make_unique<VerbsBackend>();
+  RAWPIPE_TRY(b->attach(std::move(pre), &dv, interface));
   return std::unique_ptr<Backend>(std::move(b));
 }
 
