@@ -15,6 +15,7 @@
 #include "pipeline/config/section.hh"
 #include "pmd/drivers.hh"
 #include "pmd/mlx5/backend.hh"
+#include "pmd/mlx5/hw.hh"
 #include "pmd/mlx5/rx.hh"
 #include "pmd/mlx5/tx.hh"
 
@@ -221,7 +222,7 @@ class Mlx5Port final : public Port {
       mismatch += count_load(q->wqe_id_mismatch);
       for (int i = 0; i < 256; ++i) rx_synd[i] += count_load(q->syndromes.count[i]);
     }
-    std::uint64_t dummies = 0, runts = 0, copies = 0, tx_resets = 0;
+    std::uint64_t dummies = 0, runts = 0, copies = 0, tx_resets = 0, pads = 0;
     for (const auto& q : txq_) {
       QueueCounters c;
       c.tx_packets = count_load(q->stats.tx_packets);
@@ -231,6 +232,7 @@ class Mlx5Port final : public Port {
       dummies += count_load(q->dummy_sends);
       runts += count_load(q->runts);
       copies += count_load(q->foreign_copies);
+      pads += count_load(q->ring_pads);
       tx_resets += count_load(q->resets);
       for (int i = 0; i < 256; ++i) tx_synd[i] += count_load(q->syndromes.count[i]);
     }
@@ -243,6 +245,7 @@ class Mlx5Port final : public Port {
     s.extended["tx_dummy_sends"] = dummies;
     s.extended["tx_runts"] = runts;
     s.extended["tx_foreign_pool_copies"] = copies;
+    s.extended["tx_ring_pads"] = pads;
     s.extended["tx_queue_resets"] = tx_resets;
     for (int i = 0; i < 256; ++i) {
       if (rx_synd[i]) s.extended[fmt::format("rx_error_syndrome_0x{:02x}", i)] = rx_synd[i];
@@ -356,8 +359,13 @@ void parse_common(ConfigSection& s, Spec& spec) {
   spec.log_stride_size = static_cast<std::uint32_t>(s.integer("log_stride_size", 6, 13, 6));
   spec.log_strides = static_cast<std::uint32_t>(s.integer("log_strides", 3, 16, 9));
   spec.tx_comp_every = static_cast<std::uint16_t>(s.integer("tx_completion_every", 1, 4096, 32));
-  const std::string inl = s.choice("tx_inline", {"auto", "0", "18"}, "auto");
-  spec.tx_inline = inl == "auto" ? -1 : std::stoi(inl);
+  // The device inline modes by name (none, L2, IP, TCP/UDP) or by their header sizes.
+  const std::string inl = s.choice("tx_inline", {"auto", "none", "l2", "l3", "l4", "0", "18", "58", "78"}, "auto");
+  spec.tx_inline = inl == "auto"                  ? -1
+                   : inl == "none" || inl == "0"  ? 0
+                   : inl == "l2" || inl == "18"   ? kEthL2InlineHeader
+                   : inl == "l3" || inl == "58"   ? kInlineL3
+                                                  : kInlineL4;
   spec.steer_all = s.choice("steering", {"rules", "all"}, "rules") == "all";
   if (spec.compression && spec.striding)
     s.fail("striding_rq", "cqe_compression and striding_rq together are not supported; enable one of them");
@@ -384,7 +392,7 @@ Result<std::unique_ptr<PortSpec>> parse_mlx5_model(ConfigSection& s) {
   m.src = s.string("inject_src", "10.0.0.1:1024");
   m.flows = static_cast<std::uint32_t>(s.integer("inject_flows", 1, 65535, 1));
   m.loops = static_cast<std::uint32_t>(s.integer("inject_loops", 1, 1 << 20, 1));
-  m.min_inline = static_cast<std::uint16_t>(s.choice("model_min_inline", {"0", "18"}, "18") == "18" ? 18 : 0);
+  m.min_inline = static_cast<std::uint16_t>(std::stoi(s.choice("model_min_inline", {"0", "18", "58", "78"}, "18")));
   m.rx_error_every = static_cast<std::uint32_t>(s.integer("inject_rx_error_every", 0, (1LL << 32) - 1, 0));
   m.rate_pps = s.number("inject_rate_pps", 0, 1e9, 0);
   if (!m.pcap.empty() && s.has("inject_count"))

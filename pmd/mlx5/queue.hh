@@ -121,7 +121,7 @@ struct alignas(kCacheLine) TxQueue {
   std::uint32_t cq_log = 0;
   std::uint32_t lkey = 0;
   std::uint32_t bf_offset = 0;
-  std::uint16_t inline_bytes = 0;   // 0 or 18: the device's minimum inline header
+  std::uint16_t inline_bytes = 0;   // the device's minimum inline header: 0, 18 (L2), 58 (L3), 78 (L4)
   std::uint16_t comp_every = 32;    // request a completion every N WQEs
   std::uint16_t since_comp = 0;
   std::uint16_t queue_id = 0;
@@ -136,6 +136,7 @@ struct alignas(kCacheLine) TxQueue {
   std::uint64_t dummy_sends = 0;
   std::uint64_t runts = 0;
   std::uint64_t foreign_copies = 0;
+  std::uint64_t ring_pads = 0;      // NOPs that kept a multi-WQEBB WQE from crossing the ring end
   std::uint64_t resets = 0;
   SyndromeCounters syndromes;
 };

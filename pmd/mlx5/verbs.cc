@@ -278,8 +278,11 @@ class VerbsBackend final : public Backend {
 
   std::uint16_t tx_inline_bytes(const TxOptions& o) const override {
     if (o.inline_bytes >= 0) return static_cast<std::uint16_t>(o.inline_bytes);
-    // ConnectX-4 and -4 Lx (and their VFs) need the L2 header inline; ConnectX-5 and newer in
-    // their default inline mode do not (DPDK's txq_inline_min defaults).
+    // The PCI-id fallback of DPDK's mlx5_set_min_inline (drivers/net/mlx5/mlx5.c): ConnectX-4 and
+    // -4 Lx (and their VFs) need the L2 header inline; ConnectX-5 and newer in their default inline
+    // mode do not. DPDK first asks the device (HCA wqe_inline_mode, then the NIC vport context's
+    // min_wqe_inline_mode, through DevX); rawpipe does not yet, so a device configured for the IP
+    // or TCP/UDP inline mode needs tx_inline = "l3" / "l4".
     switch (attr_.orig_attr.vendor_part_id) {
       case 4115: case 4116: case 4117: case 4118: return kEthL2InlineHeader;
       default: return 0;

@@ -778,8 +778,12 @@ void Device::on_mmio(void* ctx, void* base, std::size_t offset, std::uint64_t va
     // The UAR write names the last WQE posted; the SQ record must already cover it.
     const std::uint32_t idx = (be32(static_cast<std::uint32_t>(value)) >> 8) & kWqeCounterMask;
     const std::uint32_t rec = load_record(&sq->dbrec[kSndDbr]) & kWqeCounterMask;
+    // The record must end exactly after the WQE the UAR names (one or two WQEBBs, from its DS count).
+    const auto* w = reinterpret_cast<const WqeCtrlSeg*>(sq->buf.get() + std::size_t(idx & (sq->o.wqe_cnt - 1)) * kWqeBb);
+    const std::uint32_t ds = be32(w->qpn_ds) & 0x3f;
+    const std::uint32_t bbs = ds >= 1 && ds <= 8 ? wqe_bbs(ds) : 1;
     // Relaxed: statistics only.
-    if (((rec - 1) & kWqeCounterMask) != idx) d->order_errors_.fetch_add(1, std::memory_order_relaxed);
+    if (((rec - idx) & kWqeCounterMask) != bbs) d->order_errors_.fetch_add(1, std::memory_order_relaxed);
     d->uar_writes_.fetch_add(1, std::memory_order_relaxed);
     if (!threaded) d->process_sq(*sq);
   }
@@ -807,34 +811,52 @@ void Device::process_sq(Sq& sq) {
     sq.error = true;
     return;
   }
+  const std::size_t ring_bytes = std::size_t(sq.o.wqe_cnt) * kWqeBb;
   while ((sq.consumed & kWqeCounterMask) != rec) {
     const std::uint16_t idx = static_cast<std::uint16_t>(sq.consumed);
-    const auto* w = reinterpret_cast<const SendWqe*>(sq.buf.get() + std::size_t(sq.consumed & mask) * kWqeBb);
-    const std::uint32_t op = be32(w->ctrl.opmod_idx_opcode);
-    const std::uint32_t qpn_ds = be32(w->ctrl.qpn_ds);
+    const std::size_t start = std::size_t(sq.consumed & mask) * kWqeBb;
+    // A WQE may span WQEBBs and wrap at the end of the ring, as on the NIC.
+    auto at = [&](std::size_t off) { return sq.buf.get() + (start + off) % ring_bytes; };
+    auto copy_out = [&](std::size_t off, void* dst, std::size_t n) {
+      for (std::size_t i = 0; i < n; ++i) static_cast<std::uint8_t*>(dst)[i] = *at(off + i);
+    };
+    WqeCtrlSeg ctrl;
+    copy_out(0, &ctrl, sizeof ctrl);
+    const std::uint32_t op = be32(ctrl.opmod_idx_opcode);
+    const std::uint32_t qpn_ds = be32(ctrl.qpn_ds);
     const std::uint32_t ds = qpn_ds & 0x3f;
+    const std::uint8_t opcode = op & 0xff;
     std::uint8_t syndrome = 0;
-    if (((op >> 8) & kWqeCounterMask) != idx || (qpn_ds >> 8) != sq.qpn || ds < 2 || ds > 4) syndrome = kSyndromeLocalQpOp;
+    // Up to two WQEBBs (an L4 inline header and a data segment); a NOP may be the ctrl segment alone.
+    if (((op >> 8) & kWqeCounterMask) != idx || (qpn_ds >> 8) != sq.qpn || ds < 1 || ds > 8 ||
+        (opcode == kOpcodeSend && ds < 2))
+      syndrome = kSyndromeLocalQpOp;
+    const std::uint32_t bbs = ds >= 1 && ds <= 8 ? wqe_bbs(ds) : 1;
+    if (!syndrome && ((rec - sq.consumed) & kWqeCounterMask) < bbs) syndrome = kSyndromeLocalQpOp;  // record mid-WQE
     if (sq.fail_next) {
       syndrome = sq.fail_next;
       sq.fail_next = 0;
     }
     std::vector<std::uint8_t> frame;
-    const std::uint8_t opcode = op & 0xff;
     if (!syndrome && opcode == kOpcodeSend) {
-      const std::uint16_t inl = be16(w->eth.inline_hdr_sz);
-      // The DS count must cover the eth segment with its inline header, or the NIC would take
-      // inline header bytes for a data segment.
-      if (inl < sq.o.min_inline || inl > kEthL2InlineHeader || ds < 1 + eth_seg_ds(inl)) syndrome = kSyndromeLocalQpOp;
+      WqeEthSeg eth;
+      copy_out(kDsSize, &eth, sizeof eth);
+      const std::uint16_t inl = be16(eth.inline_hdr_sz);
+      const std::uint32_t eth_ds = eth_seg_ds(inl);
+      const bool has_data = ds > 1 + eth_ds;
+      // The inline header must reach the device's minimum unless it is the whole frame (no data
+      // segment), and the DS count must cover the eth segment with its inline bytes, or the NIC
+      // would take inline bytes for a data segment.
+      if ((inl < sq.o.min_inline && has_data) || inl > kInlineL4 || ds < 1 + eth_ds) syndrome = kSyndromeLocalQpOp;
       else {
-        frame.assign(w->eth.inline_hdr_start, w->eth.inline_hdr_start + inl);
-        const std::uint32_t eth_ds = eth_seg_ds(inl);
-        const auto* base = reinterpret_cast<const std::uint8_t*>(w);
+        frame.resize(inl);
+        copy_out(kDsSize + offsetof(WqeEthSeg, inline_hdr_start), frame.data(), inl);
         for (std::uint32_t s = 1 + eth_ds; s < ds; ++s) {
-          const auto* d = reinterpret_cast<const WqeDataSeg*>(base + s * kDsSize);
-          const std::uint32_t len = be32(d->byte_count);
-          const std::uint64_t addr = be64(d->addr);
-          if (len & kInlineSeg || !mr_ok(be32(d->lkey), addr, len)) {
+          WqeDataSeg d;
+          copy_out(std::size_t(s) * kDsSize, &d, sizeof d);
+          const std::uint32_t len = be32(d.byte_count);
+          const std::uint64_t addr = be64(d.addr);
+          if (len & kInlineSeg || !mr_ok(be32(d.lkey), addr, len)) {
             syndrome = kSyndromeLocalProt;
             break;
           }
@@ -861,7 +883,7 @@ void Device::process_sq(Sq& sq) {
       ++c_.tx_frames;
       if (keep_sent_) sent_.push_back(std::move(frame));
     }
-    if (w->ctrl.fm_ce_se & kCtrlCqUpdate) {
+    if (ctrl.fm_ce_se & kCtrlCqUpdate) {
       if (cq_room(cq) == 0) return;  // stalls until the driver frees CQ room, like a full CQ would
       Cqe64* c = cq.at(cq.pi);
       clear_body(c);
@@ -871,7 +893,7 @@ void Device::process_sq(Sq& sq) {
       ++cq.pi;
       ++c_.tx_cqes;
     }
-    ++sq.consumed;
+    sq.consumed += bbs;
   }
 }
 

@@ -273,7 +273,9 @@ std::vector<Mbuf*> tx_packets(Harness& h, std::uint32_t first, std::uint32_t n, 
 }
 
 TEST(Mlx5Tx, FramesLeaveIntactAndBuffersReturnOnCompletion) {
-  for (std::uint16_t inl : {std::uint16_t{18}, std::uint16_t{0}}) {
+  // Every inline mode a device may require: none, L2 (18), L3 (58) and L4 (78, frames shorter
+  // than that go wholly inline); L3/L4 WQEs take two WQEBBs.
+  for (std::uint16_t inl : {std::uint16_t{18}, std::uint16_t{0}, kInlineL3, kInlineL4}) {
     Harness h(512);
     h.make_tx(SqOptions{.wqe_cnt = 64, .cqe_cnt = 16, .min_inline = inl}, 8);
     std::uint32_t sent = 0;
@@ -290,10 +292,65 @@ TEST(Mlx5Tx, FramesLeaveIntactAndBuffersReturnOnCompletion) {
       ASSERT_EQ(frames[i], f) << "frame " << i << " inline " << inl;
     }
     EXPECT_EQ(h.dev.counters().doorbell_order_errors, 0u);
+    EXPECT_EQ(h.dev.counters().tx_error_cqes, 0u) << "inline " << inl;
     EXPECT_EQ(h.txq->stats.tx_packets, sent);
     h.release();
     EXPECT_EQ(h.pool->available(), h.pool->count());
   }
+}
+
+// Two-WQEBB WQEs through an 8-WQEBB ring: the WQE counter and the ring wrap thousands of times,
+// each WQE that would cross the ring end is preceded by a NOP, and completions retire whole WQEs.
+// Every third frame is 30 bytes (wholly inline, one WQEBB), so two-WQEBB WQEs land on odd slots.
+std::vector<std::uint8_t> mixed_frame(std::uint32_t seq) {
+  if (seq % 3 != 2) return seq_frame(seq, static_cast<std::uint16_t>(18 + seq % 200));
+  std::vector<std::uint8_t> f(30);
+  for (std::size_t i = 0; i < f.size(); ++i) f[i] = static_cast<std::uint8_t>(seq * 7 + i);
+  return f;
+}
+
+TEST(Mlx5Tx, L4InlineWqesSpanTwoWqebbsAndNeverCrossTheRingEnd) {
+  Harness h(256);
+  h.make_tx(SqOptions{.wqe_cnt = 8, .cqe_cnt = 8, .min_inline = kInlineL4}, 1);
+  std::uint32_t sent = 0;
+  while (sent < 20000) {
+    std::vector<Mbuf*> pk;
+    for (std::uint32_t i = 0; i < 3; ++i) {
+      Mbuf* m = h.pool->alloc();
+      const auto f = mixed_frame(sent + i);
+      std::memcpy(m->data(), f.data(), f.size());
+      m->data_len = static_cast<std::uint32_t>(f.size());
+      pk.push_back(m);
+    }
+    std::uint16_t k = h.tx_burst(pk.data(), 3);
+    for (std::uint16_t i = k; i < 3; ++i) mbuf_free(pk[i]);
+    // A refused frame is sent again first next time, so the sequence stays in order.
+    sent += k;
+    auto frames = h.dev.take_sent();
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      const std::uint32_t seq = sent - static_cast<std::uint32_t>(frames.size()) + static_cast<std::uint32_t>(i);
+      ASSERT_EQ(frames[i], mixed_frame(seq)) << seq;
+    }
+  }
+  EXPECT_EQ(h.dev.counters().tx_frames, sent);
+  EXPECT_EQ(h.dev.counters().tx_error_cqes, 0u);
+  EXPECT_GT(h.txq->ring_pads, 0u);
+  EXPECT_EQ(h.dev.counters().tx_nops, h.txq->ring_pads) << "the model saw each padding NOP";
+  EXPECT_EQ(h.dev.counters().doorbell_order_errors, 0u);
+  h.release();
+  EXPECT_EQ(h.pool->available(), h.pool->count());
+}
+
+// A device in the IP inline mode rejects a WQE with only the L2 header inline.
+TEST(Mlx5Tx, AnInlineHeaderShorterThanTheDevicesModeIsRejected) {
+  Harness h(64);
+  h.make_tx(SqOptions{.wqe_cnt = 16, .cqe_cnt = 16, .min_inline = kInlineL3}, 1);
+  h.txq->inline_bytes = kEthL2InlineHeader;  // the driver believes L2 is enough
+  auto pk = tx_packets(h, 0, 1);
+  ASSERT_EQ(h.tx_burst(pk.data(), 1), 1);
+  EXPECT_EQ(h.dev.counters().tx_error_cqes, 1u);
+  EXPECT_EQ(h.dev.counters().tx_frames, 0u);
+  h.release();
 }
 
 TEST(Mlx5Tx, TinySqWrapsTheWqeCounter) {

@@ -56,6 +56,22 @@ TEST(Mlx5Golden, SendWqeWithInlineHeaderMatchesRdmaCoreHelpers) {
   EXPECT_EQ(bytes(wqe + 48, 16), bytes(ref + 48, 16));
 }
 
+// L3 inline mode: 58 header bytes inline (2 in the eth segment, 56 after it, padded to 64), so
+// ctrl + 5 eth DS + 1 data DS = 7 DS in two WQEBBs; the data segment starts at byte 96.
+TEST(Mlx5Golden, SendWqeWithAnL3InlineHeaderSpansTwoWqebbs) {
+  TxFixture f;
+  alignas(64) std::uint8_t wqe[128];
+  std::memset(wqe, 0xee, sizeof(wqe));
+  build_send_wqe(wqe, 7, 0x42, 0x5566, kInlineL3, false, f.m);
+  EXPECT_EQ(bytes(wqe + 4, 4), (std::vector<std::uint8_t>{0x00, 0x00, 0x42, 0x07})) << "qpn 0x42, ds 7";
+  EXPECT_EQ(bytes(wqe + 16 + 12, 2), (std::vector<std::uint8_t>{0x00, 58})) << "inline_hdr_sz";
+  EXPECT_EQ(bytes(wqe + 30, 58), std::vector<std::uint8_t>(f.frame.begin(), f.frame.begin() + 58));
+  alignas(16) std::uint8_t ref[16];
+  mlx5dv_set_data_seg(reinterpret_cast<mlx5_wqe_data_seg*>(ref), static_cast<std::uint32_t>(f.frame.size() - 58), 0x5566,
+                      reinterpret_cast<std::uintptr_t>(f.m->data() + 58));
+  EXPECT_EQ(bytes(wqe + 96, 16), bytes(ref, 16));
+}
+
 TEST(Mlx5Golden, SendWqeWithoutInlineHeaderIsThreeDs) {
   TxFixture f;
   f.m->tx_flags = tx_flag::kL3Csum | tx_flag::kL4Csum;

@@ -147,6 +147,34 @@ TEST(Mlx5ModelPort, StopTakesRulesAndQueuesAwayBeforeFreeingPostedBuffers) {
   EXPECT_EQ(pool->available(), pool->count());
 }
 
+// A device in the TCP/UDP inline mode (78 bytes): tx_inline = "l4" by name, echoed frames leave
+// through two-WQEBB WQEs and the model, which requires 78 inline bytes, rejects none.
+TEST(Mlx5ModelPort, L4InlineModeEndToEnd) {
+  auto spec = parse("mlx5-model", "inject_count = 3000\ninject_dst = \"10.0.0.2:5000\"\nmodel_min_inline = \"78\"\n"
+                                  "tx_inline = \"l4\"\n");
+  ASSERT_TRUE(spec) << spec.message();
+  auto pool = make_pool(2048);
+  PortEnv env;
+  env.name = "m4";
+  env.rx_ring_size = 256;
+  env.tx_ring_size = 64;
+  env.pool = pool.get();
+  auto port = spec.value()->open(env);
+  ASSERT_TRUE(port) << port.message();
+  Port& p = *port.value();
+  EXPECT_NE(p.path_report().find("78 inline header bytes"), std::string::npos) << p.path_report();
+  ASSERT_TRUE(p.update_steering(rules({{"udp dst 10.0.0.2:5000", 1}})).is_ok());
+  ASSERT_TRUE(p.start().is_ok());
+  EXPECT_EQ(drain(p, 1, 3000, true).received, 3000u);
+  p.stop();
+  const PortStats s = p.stats();
+  EXPECT_EQ(s.tx_queues[0].tx_errors, 0u);
+  EXPECT_GT(s.tx_queues[0].tx_packets, 0u);
+  EXPECT_EQ(s.extended.at("tx_queue_resets"), 0u);
+  EXPECT_EQ(pool->available(), pool->count());
+  EXPECT_FALSE(parse("mlx5-model", "tx_inline = \"l5\"\n")) << "only the device inline modes";
+}
+
 TEST(Mlx5ModelPort, UnmatchedFramesStayWithTheKernelAndRulesFollowUpdates) {
   auto spec = parse("mlx5-model", "inject_count = 5000\ninject_dst = \"10.0.0.2:6000\"\ncqe_compression = true\n");
   ASSERT_TRUE(spec) << spec.message();
