@@ -18,8 +18,15 @@ namespace rawpipe {
 namespace mana {
 namespace {
 
+// vendor_part_id across kernel eras (DPDK drivers/net/mana/mana.h GDMA_DEVICE_*, and
+// mana_pci_probe_mac in mana.c, DPDK 38f72e50): kernels before the 2025 mana_ib split report 0 for
+// their only IB device; newer ones expose two IB devices on the same PCI function, the Ethernet one
+// (2, raw-packet QPs) and the RC one (3, no raw QPs).
+constexpr std::uint32_t kVendorPartUnset = 0;   // older mana_ib: the only device, Ethernet included
 constexpr std::uint32_t kVendorPartMana = 2;    // GDMA_DEVICE_MANA: the Ethernet function
 constexpr std::uint32_t kVendorPartManaIb = 3;  // GDMA_DEVICE_MANA_IB: the RDMA (RC) function
+
+bool is_ethernet_part(std::uint32_t part) { return part == kVendorPartUnset || part == kVendorPartMana; }
 
 std::string errno_text(int err) { return fmt::format("{} ({})", std::strerror(err), err); }
 
@@ -111,6 +118,10 @@ Status ManaPort::bring_up(ibv_device* device, std::uint8_t port_num) {
   if (env_.tx_queues == 0)
     return Status::errorf("pmd mana on {}: tx_queues must be at least 1 (a raw send QP configures the vPort)", ifname_);
   if (!env_.pool) return Status::errorf("pmd mana on {}: no pool", ifname_);
+  if (env_.rx_ring_size < kMinRingSize || env_.tx_ring_size < kMinRingSize)
+    return Status::errorf("pmd mana on {}: ring sizes {}/{}: MANA queues take at least {} descriptors (DPDK's "
+                          "MIN_BUFFERS_PER_QUEUE); raise rx_ring_size/tx_ring_size",
+                          ifname_, env_.rx_ring_size, env_.tx_ring_size, kMinRingSize);
 
   errno = 0;
   ctx_ = v.open_device(device);
@@ -122,9 +133,9 @@ Status ManaPort::bring_up(ibv_device* device, std::uint8_t port_num) {
     return Status::errorf("pmd mana on {}: RDMA device {} is MANA's RC (InfiniBand) function, not the Ethernet one; "
                           "pick the interface whose device reports vendor_part_id 2 (ibv_devinfo -v)",
                           ifname_, device_name_);
-  if (attr.vendor_part_id != kVendorPartMana)
+  if (!is_ethernet_part(attr.vendor_part_id))
     return Status::errorf("pmd mana on {}: RDMA device {} reports vendor_part_id {:#x}, not a MANA Ethernet function "
-                          "(2)",
+                          "(2, or 0 on kernels before the mana_ib split)",
                           ifname_, device_name_, attr.vendor_part_id);
   const std::uint32_t rx_ring = static_cast<std::uint32_t>(std::bit_ceil(env_.rx_ring_size));
   const std::uint32_t tx_ring = static_cast<std::uint32_t>(std::bit_ceil(env_.tx_ring_size));
@@ -357,13 +368,21 @@ Result<std::unique_ptr<Port>> ManaPortSpec::open(const PortEnv& env) const {
   auto pre = rdma::rdma_preflight(spec_.interface, o);
   if (!pre) return pre.status();
   ManaApi api{pre->verbs, load_mana().value()};
-  return open_mana_on_device(env, spec_, api, pre->device, pre->netdev.rdma_port, spec_.interface);
+  auto device = select_mana_device(*api.verbs, pre->candidates, spec_.interface);
+  if (!device) return device.status();
+  return open_mana_on_device(env, spec_, api, device.value(), pre->netdev.rdma_port, spec_.interface);
 }
 
 Result<std::unique_ptr<PortSpec>> parse_mana(ConfigSection& section) {
   ManaSpec spec;
   spec.interface = section.string("interface");
   parse_common_keys(section, spec);
+  // mana_ib passes only the Toeplitz key to the vPort (mana_ib_create_qp_rss ->
+  // mana_ib_cfg_vport_steering in the kernel's drivers/infiniband/hw/mana/qp.c): the hash field
+  // mask is never sent, so "l3" would change nothing on an Azure VM.
+  if (spec.rss == RssFields::kL3)
+    section.fail("rss", "rss = \"l3\" has no effect on MANA hardware: mana_ib ignores the hash field mask and the "
+                        "vPort hashes with its own fields; remove the key (\"l3\" exists only in mana-model)");
   RAWPIPE_TRY(section.status());
   return std::unique_ptr<PortSpec>(new ManaPortSpec(std::move(spec)));
 }
@@ -378,6 +397,45 @@ std::string port_in_use_message(std::string_view ifname, int err) {
       "again; keep the mana, mana_ib and ib_uverbs modules loaded (kernels that map the error report ENODEV, newer "
       "ones EBUSY)",
       ifname, errno_text(err), ifname, ifname);
+}
+
+Result<ibv_device*> select_mana_device(const rdma::IbverbsTable& v, std::span<ibv_device* const> candidates,
+                                       std::string_view ifname) {
+  std::string skipped;
+  for (ibv_device* device : candidates) {
+    const char* raw_name = v.get_device_name(device);
+    const std::string name = raw_name ? raw_name : "?";
+    errno = 0;
+    ibv_context* ctx = v.open_device(device);
+    if (!ctx) {
+      skipped += fmt::format("; {}: ibv_open_device failed: {}", name, errno_text(errno ? errno : ENODEV));
+      continue;
+    }
+    ibv_device_attr_ex attr{};
+    const int rc = v.query_device_ex(ctx, &attr);
+    v.close_device(ctx);
+    if (rc != 0) {
+      skipped += fmt::format("; {}: ibv_query_device_ex failed: {}", name, errno_text(rc));
+      continue;
+    }
+    const std::uint32_t part = attr.orig_attr.vendor_part_id;
+    if (!is_ethernet_part(part)) {
+      skipped += fmt::format("; {}: vendor_part_id {}{}", name, part,
+                             part == kVendorPartManaIb ? " (the RC function, no raw-packet QPs)" : "");
+      continue;
+    }
+    // An unset part id (older kernels) comes with no capability report to trust; DPDK checks the
+    // raw-packet capability only where the part id says which function this is.
+    if (part == kVendorPartMana && attr.raw_packet_caps == 0) {
+      skipped += fmt::format("; {}: no raw-packet capability", name);
+      continue;
+    }
+    return device;
+  }
+  return Status::errorf("pmd mana on {}: none of the {} RDMA device(s) of its PCI function is MANA's Ethernet "
+                        "function (vendor_part_id 2 with raw-packet capability, or 0 on kernels before the "
+                        "mana_ib split){}; check 'ibv_devinfo -v' and that mana_ib is loaded",
+                        ifname, candidates.size(), skipped);
 }
 
 Result<std::unique_ptr<Port>> open_mana_on_device(const PortEnv& env, const ManaSpec& spec, const ManaApi& api,

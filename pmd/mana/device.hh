@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "pmd/mana/port.hh"
@@ -25,6 +26,14 @@ struct ManaSpec : ManaCommonSpec {
 // their own). `ifname` only names the interface in messages.
 Result<std::unique_ptr<Port>> open_mana_on_device(const PortEnv& env, const ManaSpec& spec, const ManaApi& api,
                                                   ibv_device* device, std::uint8_t port_num, std::string_view ifname);
+
+// Of the IB devices on the interface's PCI function (rdma_preflight's candidates, in
+// ibv_get_device_list order), the first that is MANA's Ethernet function: vendor_part_id 0 (the
+// only device on kernels before the 2025 mana_ib split) or 2 with raw-packet capability; the RC
+// function (3) and anything else is skipped, as DPDK's mana_pci_probe_mac does. Each device is
+// opened only to be queried.
+Result<ibv_device*> select_mana_device(const rdma::IbverbsTable& verbs, std::span<ibv_device* const> candidates,
+                                       std::string_view ifname);
 
 // The message for a raw QP that cannot be created because the kernel's netdev holds the vPort
 // (EBUSY per manadv(7); ENODEV on kernels whose mana_ib maps the error).

@@ -204,7 +204,7 @@ inline constexpr std::uint32_t kUdpIpv6 = 1u << 5;
 struct TxCompOob {
   std::uint32_t header;
   std::uint32_t tx_data_offset;
-  std::uint32_t offsets;   // tx_sgl_offset:5, tx_wqe_offset:27 (byte offset of the WQE in the SQ ring)
+  std::uint32_t offsets;   // tx_sgl_offset:5, tx_wqe_offset:27 (the WQE's queue offset in 32-byte units)
   std::uint32_t reserved[12];
 };
 static_assert(sizeof(TxCompOob) == kCqeClientBytes);

@@ -8,6 +8,17 @@
 namespace rawpipe::mana {
 
 void parse_common_keys(ConfigSection& section, ManaCommonSpec& out) {
+  // DPDK's mana PMD advertises nb_min = nb_align = MIN_BUFFERS_PER_QUEUE (64) for both rings
+  // (drivers/net/mana/mana.c mana_dev_info_get, mana.h, DPDK 38f72e50). Ring sizes are powers of
+  // two already (the port loader checks that), so "a multiple of 64" is "at least 64".
+  for (std::string_view key : {std::string_view("rx_ring_size"), std::string_view("tx_ring_size")}) {
+    if (!section.has(key)) continue;
+    const std::int64_t v = section.integer(key, 1, std::int64_t(1) << 32, kMinRingSize);
+    if (v < kMinRingSize || v % kMinRingSize != 0)
+      section.fail(key, fmt::format("MANA queues take at least {0} descriptors, in multiples of {0} (as DPDK's mana "
+                                    "PMD requires), got {1}; use {0} or more",
+                                    kMinRingSize, v));
+  }
   out.rss = section.choice("rss", {"l4", "l3"}, "l4") == "l3" ? RssFields::kL3 : RssFields::kL4;
   out.rss_key = kDefaultRssKey;
   if (section.has("rss_key")) {

@@ -22,6 +22,9 @@ struct ManaCommonSpec {
   RssFields rss = RssFields::kL4;
 };
 
+// The smallest MANA ring, and the step ring sizes go in (DPDK mana.h MIN_BUFFERS_PER_QUEUE).
+inline constexpr std::int64_t kMinRingSize = 64;
+
 // Reads the keys both MANA drivers accept (rss, rss_key) from a port's table.
 void parse_common_keys(ConfigSection& section, ManaCommonSpec& out);
 

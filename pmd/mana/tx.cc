@@ -103,10 +103,16 @@ unsigned tx_reap(TxQueue& q) noexcept {
       }
     } else {
       // The NIC writes an error CQE for every failing WQE, suppressed or not. Its tx_wqe_offset
-      // names the WQE; the suppressed WQEs before it succeeded without a CQE of their own.
-      const std::uint32_t at = tx_comp_wqe_offset(oob->offsets);
+      // names the WQE in 32-byte units (unlike rx_wqe_offset, which is in bytes: the kernel's
+      // mana_ib cq.c divides only the latter by GDMA_WQE_BU_SIZE); the suppressed WQEs before it
+      // succeeded without a CQE of their own. Compared modulo the ring's BU count, which reads
+      // both a ring offset and rdma-core's 27-bit free-running queue offset (providers/mana
+      // gdma.h GDMA_QUEUE_OFFSET_WIDTH) the same way. Every WQE here is one BU, so descriptor
+      // d starts at BU sq.tail + (d - desc_tail).
+      const std::uint32_t ring_bu_mask = q.sq.capacity_bu() - 1;
+      const std::uint32_t at = tx_comp_wqe_offset(oob->offsets) & ring_bu_mask;
       std::uint32_t j = q.desc_tail;
-      while (j != q.desc_head && ((j * kWqeBu) & (q.sq.size - 1)) != at) ++j;
+      while (j != q.desc_head && ((q.sq.tail + (j - q.desc_tail)) & ring_bu_mask) != at) ++j;
       if (j == q.desc_head) j = q.desc_tail;  // offset not recognised: retire one WQE (DPDK's rule)
       while (q.desc_tail != q.desc_head) {
         const std::uint32_t d = q.desc_tail++;

@@ -14,6 +14,7 @@
 #include "rawpipe/status.hh"
 #include "pmd/mlx5/flow.hh"
 #include "pmd/mlx5/queue.hh"
+#include "pmd/rdma/preflight.hh"
 #include "pipeline/port/driver.hh"
 
 namespace rawpipe::mlx5 {
@@ -56,7 +57,13 @@ class Backend {
   // Error recovery: the hardware queue back to ready with nothing posted.
   virtual bool reset_rq(std::uint16_t queue) = 0;
   virtual bool reset_sq(std::uint16_t queue) = 0;
-  // Device-side start/stop (the model's injector thread).
+  // Takes every queue out of the ready state (WQs/QPs to RESET) so the device stops writing into
+  // and reading from posted buffers; the port calls it after removing its flow rules and before
+  // any posted buffer goes back to the pool (DPDK's mlx5_dev_stop order).
+  virtual void quiesce() = 0;
+  // Device-side start/stop (the model's injector thread: the wire). stop() runs only when the
+  // port goes away, after the queues were quiesced: like a wire, it keeps carrying frames while
+  // the port is stopped.
   virtual Status start() { return Status::ok(); }
   virtual void stop() {}
   virtual void extended_stats(std::map<std::string, std::uint64_t>& out) const { (void)out; }
@@ -66,6 +73,10 @@ struct VerbsOptions {
   std::string interface;
 };
 Result<std::unique_ptr<Backend>> open_verbs_backend(const VerbsOptions& o);
+// The same backend on a preflight result and provider table the caller supplies (tests hand in
+// tables of their own to see every verbs call the control path makes).
+Result<std::unique_ptr<Backend>> open_verbs_backend_on(rdma::PreflightResult pre, const rdma::Mlx5Table& dv,
+                                                       std::string_view interface);
 
 struct ModelOptions {
   std::string pcap;                    // frames from this capture, or

@@ -30,8 +30,9 @@ RAWPIPE_ALWAYS_INLINE Cqe64* cqe_at(const CqRing& cq, std::uint32_t ci) noexcept
 // owner bit equals the pass parity of ci.
 RAWPIPE_ALWAYS_INLINE int owned(Cqe64* cqe, std::uint32_t ci, std::uint32_t log) noexcept {
   // A-CQE: pairs with the device's release store of op_own (R-CQE in model/device.cc; DMA order on
-  // a NIC). Every other CQE field is read after this load; on x86-64 it is the load barrier
-  // rdma-core's udma_from_device_barrier stands for.
+  // a NIC). Every other CQE field is read after this load. rdma-core puts an lfence
+  // (udma_from_device_barrier on x86-64) here; the acquire load is a plain load on x86-64, which
+  // already keeps later loads after it (see pmd/rdma/doorbell.hh).
   const std::uint8_t op = std::atomic_ref<std::uint8_t>(cqe->op_own).load(std::memory_order_acquire);
   if (cqe_opcode(op) == kCqeInvalid || (op & 1u) != ((ci >> log) & 1u)) return -1;
   return op;

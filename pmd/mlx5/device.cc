@@ -15,6 +15,7 @@
 #include "pipeline/config/section.hh"
 #include "pmd/drivers.hh"
 #include "pmd/mlx5/backend.hh"
+#include "pmd/mlx5/hw.hh"
 #include "pmd/mlx5/rx.hh"
 #include "pmd/mlx5/tx.hh"
 
@@ -54,6 +55,11 @@ class Mlx5Port final : public Port {
     stop();
     for (std::uint64_t h : flows_) backend_->remove_flow(h);
     for (int fd : group_sockets_) ::close(fd);
+    backend_->stop();
+    // The WQs, QPs and MRs go before the striding regions they point at (regions_ would
+    // otherwise be unmapped first, being declared after backend_).
+    backend_.reset();
+    regions_.clear();
   }
 
   Status init() {
@@ -161,6 +167,9 @@ class Mlx5Port final : public Port {
 
   Status start() override {
     if (started_) return Status::ok();
+    // The queues left RDY at stop() and their CQs may hold completions for buffers already
+    // returned: a stopped port is not started again (the pipeline never restarts either).
+    if (quiesced_) return Status::errorf("port '{}': a stopped mlx5 port cannot restart; open it again", env_.name);
     for (auto& q : rxq_) RAWPIPE_TRY(rx_setup(*q, backend_->is_model()).context(fmt::format("port '{}'", env_.name)));
     if (spec_.steer_all) {
       auto h = backend_->add_flow(build_catch_all_attr(backend_->flow_target()));
@@ -173,9 +182,19 @@ class Mlx5Port final : public Port {
     return Status::ok();
   }
 
+  // DPDK's mlx5_dev_stop order (drivers/net/mlx5/mlx5_trigger.c): flow rules go first, then the
+  // queues leave the ready state, and only then do posted buffers return to the pool; a NIC
+  // still steering into a ready RQ would write into buffers someone else now owns.
   void stop() override {
     if (!started_) return;
-    backend_->stop();
+    std::vector<std::uint64_t> flows;
+    {
+      std::lock_guard lock(steer_mu_);
+      flows = std::exchange(flows_, {});
+    }
+    for (std::uint64_t h : flows) backend_->remove_flow(h);
+    backend_->quiesce();
+    quiesced_ = true;
     for (auto& q : rxq_) rx_release(*q);
     for (auto& q : txq_) tx_release(*q);
     started_ = false;
@@ -186,7 +205,7 @@ class Mlx5Port final : public Port {
 
   PortStats stats() const override {
     PortStats s;
-    std::uint64_t sessions = 0, fillers = 0, rx_resets = 0, hw_drops = 0, mismatch = 0;
+    std::uint64_t sessions = 0, fillers = 0, rx_resets = 0, hw_drops = 0, mismatch = 0, rx_skipped = 0;
     std::array<std::uint64_t, 256> rx_synd{}, tx_synd{};
     for (const auto& q : rxq_) {
       QueueCounters c;
@@ -198,11 +217,12 @@ class Mlx5Port final : public Port {
       sessions += count_load(q->compressed_sessions);
       fillers += count_load(q->filler_cqes);
       rx_resets += count_load(q->resets);
+      rx_skipped += count_load(q->skipped_error_cqes);
       hw_drops += count_load(q->hw_drops);
       mismatch += count_load(q->wqe_id_mismatch);
       for (int i = 0; i < 256; ++i) rx_synd[i] += count_load(q->syndromes.count[i]);
     }
-    std::uint64_t dummies = 0, runts = 0, copies = 0, tx_resets = 0;
+    std::uint64_t dummies = 0, runts = 0, copies = 0, tx_resets = 0, pads = 0;
     for (const auto& q : txq_) {
       QueueCounters c;
       c.tx_packets = count_load(q->stats.tx_packets);
@@ -212,17 +232,20 @@ class Mlx5Port final : public Port {
       dummies += count_load(q->dummy_sends);
       runts += count_load(q->runts);
       copies += count_load(q->foreign_copies);
+      pads += count_load(q->ring_pads);
       tx_resets += count_load(q->resets);
       for (int i = 0; i < 256; ++i) tx_synd[i] += count_load(q->syndromes.count[i]);
     }
     s.extended["rx_cqe_sessions"] = sessions;
     s.extended["rx_filler_cqes"] = fillers;
     s.extended["rx_queue_resets"] = rx_resets;
+    s.extended["rx_error_cqes_skipped"] = rx_skipped;
     s.extended["rx_hw_drops"] = hw_drops;
     s.extended["rx_wqe_id_mismatch"] = mismatch;
     s.extended["tx_dummy_sends"] = dummies;
     s.extended["tx_runts"] = runts;
     s.extended["tx_foreign_pool_copies"] = copies;
+    s.extended["tx_ring_pads"] = pads;
     s.extended["tx_queue_resets"] = tx_resets;
     for (int i = 0; i < 256; ++i) {
       if (rx_synd[i]) s.extended[fmt::format("rx_error_syndrome_0x{:02x}", i)] = rx_synd[i];
@@ -315,6 +338,7 @@ class Mlx5Port final : public Port {
   RxBurstFn rx_fn_ = nullptr;
   TxBurstFn tx_fn_ = nullptr;
   bool started_ = false;
+  bool quiesced_ = false;
   mutable std::mutex steer_mu_;  // control path: update_steering vs. stats
   std::vector<std::uint64_t> flows_;
   std::vector<int> group_sockets_;
@@ -335,8 +359,13 @@ void parse_common(ConfigSection& s, Spec& spec) {
   spec.log_stride_size = static_cast<std::uint32_t>(s.integer("log_stride_size", 6, 13, 6));
   spec.log_strides = static_cast<std::uint32_t>(s.integer("log_strides", 3, 16, 9));
   spec.tx_comp_every = static_cast<std::uint16_t>(s.integer("tx_completion_every", 1, 4096, 32));
-  const std::string inl = s.choice("tx_inline", {"auto", "0", "18"}, "auto");
-  spec.tx_inline = inl == "auto" ? -1 : std::stoi(inl);
+  // The device inline modes by name (none, L2, IP, TCP/UDP) or by their header sizes.
+  const std::string inl = s.choice("tx_inline", {"auto", "none", "l2", "l3", "l4", "0", "18", "58", "78"}, "auto");
+  spec.tx_inline = inl == "auto"                  ? -1
+                   : inl == "none" || inl == "0"  ? 0
+                   : inl == "l2" || inl == "18"   ? kEthL2InlineHeader
+                   : inl == "l3" || inl == "58"   ? kInlineL3
+                                                  : kInlineL4;
   spec.steer_all = s.choice("steering", {"rules", "all"}, "rules") == "all";
   if (spec.compression && spec.striding)
     s.fail("striding_rq", "cqe_compression and striding_rq together are not supported; enable one of them");
@@ -363,7 +392,7 @@ Result<std::unique_ptr<PortSpec>> parse_mlx5_model(ConfigSection& s) {
   m.src = s.string("inject_src", "10.0.0.1:1024");
   m.flows = static_cast<std::uint32_t>(s.integer("inject_flows", 1, 65535, 1));
   m.loops = static_cast<std::uint32_t>(s.integer("inject_loops", 1, 1 << 20, 1));
-  m.min_inline = static_cast<std::uint16_t>(s.choice("model_min_inline", {"0", "18"}, "18") == "18" ? 18 : 0);
+  m.min_inline = static_cast<std::uint16_t>(std::stoi(s.choice("model_min_inline", {"0", "18", "58", "78"}, "18")));
   m.rx_error_every = static_cast<std::uint32_t>(s.integer("inject_rx_error_every", 0, (1LL << 32) - 1, 0));
   m.rate_pps = s.number("inject_rate_pps", 0, 1e9, 0);
   if (!m.pcap.empty() && s.has("inject_count"))

@@ -38,10 +38,14 @@ void prefix_mask(const IpPrefix& p, std::uint8_t* mask, std::size_t bytes) {
   for (unsigned bit = 0; bit < p.len && bit < bytes * 8; ++bit) mask[bit / 8] |= static_cast<std::uint8_t>(0x80u >> (bit % 8));
 }
 
-FlowAttrBytes build_one(const MatchRule& r, L3Type family, std::uint32_t tag, const FlowTarget& t) {
+// `proto` is the L4 protocol this flow matches (the rule's own, or one of its expansions);
+// `demote` lowers its priority by one (the "other" flow of an expanded rule, so the UDP and TCP
+// flows of the same rule win for their traffic).
+FlowAttrBytes build_one(const MatchRule& r, L3Type family, std::uint8_t proto, bool demote, std::uint32_t tag,
+                        const FlowTarget& t) {
   const bool five_tuple = r.dst_ip && r.dst_port && (r.src_ip || r.src_port);
   // libvma's convention: more specific rules get the smaller (stronger) priority value.
-  Builder b(t.ib_port, five_tuple ? 0 : 1);
+  Builder b(t.ib_port, static_cast<std::uint16_t>((five_tuple ? 0 : 1) + (demote ? 1 : 0)));
   auto& eth = b.add<ibv_flow_spec_eth>();
   eth.type = IBV_FLOW_SPEC_ETH;
   eth.size = sizeof(ibv_flow_spec_eth);
@@ -70,8 +74,8 @@ FlowAttrBytes build_one(const MatchRule& r, L3Type family, std::uint32_t tag, co
       prefix_mask(*r.src_ip, reinterpret_cast<std::uint8_t*>(&ip.mask.src_ip), 4);
       ip.val.src_ip &= ip.mask.src_ip;
     }
-    if (r.ip_proto != kIpProtoAny) {
-      ip.val.proto = r.ip_proto;
+    if (proto != kIpProtoAny) {
+      ip.val.proto = proto;
       ip.mask.proto = 0xff;
     }
   } else {
@@ -86,14 +90,14 @@ FlowAttrBytes build_one(const MatchRule& r, L3Type family, std::uint32_t tag, co
       prefix_mask(*r.src_ip, ip.mask.src_ip, 16);
       for (int i = 0; i < 16; ++i) ip.val.src_ip[i] = r.src_ip->addr[i] & ip.mask.src_ip[i];
     }
-    if (r.ip_proto != kIpProtoAny) {
-      ip.val.next_hdr = r.ip_proto;
+    if (proto != kIpProtoAny) {
+      ip.val.next_hdr = proto;
       ip.mask.next_hdr = 0xff;
     }
   }
-  if (r.ip_proto == 17 || r.ip_proto == 6) {
+  if (proto == 17 || proto == 6) {
     auto& l4 = b.add<ibv_flow_spec_tcp_udp>();
-    l4.type = r.ip_proto == 17 ? IBV_FLOW_SPEC_UDP : IBV_FLOW_SPEC_TCP;
+    l4.type = proto == 17 ? IBV_FLOW_SPEC_UDP : IBV_FLOW_SPEC_TCP;
     l4.size = sizeof(ibv_flow_spec_tcp_udp);
     if (r.dst_port) {
       l4.val.dst_port = htons(*r.dst_port);
@@ -128,9 +132,45 @@ std::optional<std::array<std::uint8_t, 6>> multicast_mac(const IpPrefix& dst) {
 std::vector<FlowAttrBytes> build_flow_attrs(const MatchRule& rule, std::uint32_t flow_tag, const FlowTarget& target) {
   std::vector<FlowAttrBytes> out;
   const L3Type fam = rule.family();
-  if (fam == L3Type::kNone || fam == L3Type::kIpv4) out.push_back(build_one(rule, L3Type::kIpv4, flow_tag, target));
-  if (fam == L3Type::kNone || fam == L3Type::kIpv6) out.push_back(build_one(rule, L3Type::kIpv6, flow_tag, target));
+  for (L3Type f : {L3Type::kIpv4, L3Type::kIpv6}) {
+    if (fam != L3Type::kNone && fam != f) continue;
+    if (rule.ip_proto != kIpProtoAny) {
+      out.push_back(build_one(rule, f, rule.ip_proto, false, flow_tag, target));
+      continue;
+    }
+    // DPDK's RSS expansion: one flow per L4 type, the L3-only one a step weaker.
+    out.push_back(build_one(rule, f, 17, false, flow_tag, target));
+    out.push_back(build_one(rule, f, 6, false, flow_tag, target));
+    out.push_back(build_one(rule, f, kIpProtoAny, true, flow_tag, target));
+  }
   return out;
+}
+
+std::uint64_t rss_hash_fields(RssType type) {
+  const bool v4 = type == RssType::kIpv4Udp || type == RssType::kIpv4Tcp || type == RssType::kIpv4Other;
+  std::uint64_t f = v4 ? (IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4) : (IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6);
+  if (type == RssType::kIpv4Udp || type == RssType::kIpv6Udp) f |= IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
+  if (type == RssType::kIpv4Tcp || type == RssType::kIpv6Tcp) f |= IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP;
+  return f;
+}
+
+RssType rss_type_of(const FlowAttrBytes& attr) {
+  const auto* a = flow_attr(attr);
+  std::size_t off = sizeof(ibv_flow_attr);
+  bool v6 = false;
+  int l4 = 0;  // 17, 6 or 0
+  for (unsigned i = 0; i < a->num_of_specs && off + 8 <= attr.size(); ++i) {
+    const auto* spec = reinterpret_cast<const ibv_flow_spec*>(attr.data() + off);
+    const std::uint32_t type = spec->hdr.type & ~IBV_FLOW_SPEC_INNER;
+    if (type == IBV_FLOW_SPEC_IPV6) v6 = true;
+    if (type == IBV_FLOW_SPEC_UDP) l4 = 17;
+    if (type == IBV_FLOW_SPEC_TCP) l4 = 6;
+    if (spec->hdr.size == 0) break;
+    off += spec->hdr.size;
+  }
+  if (l4 == 17) return v6 ? RssType::kIpv6Udp : RssType::kIpv4Udp;
+  if (l4 == 6) return v6 ? RssType::kIpv6Tcp : RssType::kIpv4Tcp;
+  return v6 ? RssType::kIpv6Other : RssType::kIpv4Other;
 }
 
 FlowAttrBytes build_catch_all_attr(const FlowTarget& target) {

@@ -193,7 +193,19 @@ static_assert(sizeof(SendWqe) == kWqeBb);
 
 // DS units of the eth segment: 1 without an inline header, 2 with the 18-byte L2 header (it starts
 // at inline_hdr_start and ends exactly at the segment's 32nd byte). rawpipe inlines 0 or 18 bytes.
-constexpr std::uint32_t eth_seg_ds(std::uint32_t inline_bytes) noexcept { return inline_bytes == 0 ? 1 : 2; }
+// 16-byte units of the eth segment with `inline_bytes` inline: its first 2 inline bytes sit in the
+// segment, the rest follow it contiguously, padded to 16 bytes.
+constexpr std::uint32_t eth_seg_ds(std::uint32_t inline_bytes) noexcept {
+  return inline_bytes <= 2 ? 1 : 1 + (inline_bytes - 2 + kDsSize - 1) / kDsSize;
+}
+// WQEBBs a send WQE of `ds` 16-byte units takes.
+constexpr std::uint32_t wqe_bbs(std::uint32_t ds) noexcept { return (ds * kDsSize + kWqeBb - 1) / kWqeBb; }
+// The minimum inline header sizes of the device inline modes (DPDK drivers/net/mlx5/mlx5_defs.h
+// MLX5_INLINE_HSIZE_*): L2 (Ethernet + one VLAN), L3 (+ an IPv6 header), L4 (+ a TCP header).
+inline constexpr std::uint16_t kInlineL3 = kEthL2InlineHeader + 40;
+inline constexpr std::uint16_t kInlineL4 = kInlineL3 + 20;
+static_assert(eth_seg_ds(0) == 1 && eth_seg_ds(kEthL2InlineHeader) == 2 && eth_seg_ds(kInlineL3) == 5 &&
+              eth_seg_ds(kInlineL4) == 6);
 
 // ---- doorbell records ----
 inline constexpr unsigned kRcvDbr = 0;  // MLX5_RCV_DBR

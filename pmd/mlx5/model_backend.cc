@@ -1,6 +1,7 @@
 // The mlx5 control path on the device model: what verbs.cc does on a NIC, done to the in-memory
 // ConnectX, plus the frame source that plays the wire (synthetic UDP frames or a pcap file) on
 // the model's own thread.
+#include <algorithm>
 #include <arpa/inet.h>
 
 #include <charconv>
@@ -105,6 +106,8 @@ class ModelBackend final : public Backend {
       ro.log_strides = o.log_strides;
       ids.push_back(dev_.create_rq(ro, q->rq, q->cq));
     }
+    rxqs_.assign(queues.begin(), queues.end());
+    rq_ids_ = ids;
     first_rq_ = ids.front();
     if (ids.size() > 1) dev_.set_rss(kRssKey, ids);
     return Status::ok();
@@ -124,19 +127,40 @@ class ModelBackend final : public Backend {
   }
 
   Result<std::uint64_t> add_flow(const FlowAttrBytes& attr) override {
-    return static_cast<std::uint64_t>(dev_.create_flow(first_rq_, flow_attr(attr)));
+    return static_cast<std::uint64_t>(dev_.create_flow(first_rq_, flow_attr(attr), rss_hash_fields(rss_type_of(attr))));
   }
   void remove_flow(std::uint64_t handle) override { dev_.destroy_flow(static_cast<int>(handle)); }
+  // Before the queues leave RDY, every buffer the device could still write into must still be
+  // held by the driver (its RQ slot table): a posted WQE whose buffer the driver no longer holds
+  // was freed while the NIC could receive into it. Counted, as a NIC would not tell.
+  void quiesce() override {
+    for (std::size_t i = 0; i < rxqs_.size(); ++i) {
+      const RxQueue& q = *rxqs_[i];
+      if (!q.elts) continue;  // striding: the port's own regions, released after the backend
+      std::vector<std::uint64_t> held;
+      for (std::uint32_t s = 0; s < q.rq.wqe_cnt; ++s)
+        if (q.elts[s]) held.push_back(reinterpret_cast<std::uintptr_t>(q.elts[s]->buf_addr() + q.elts[s]->data_off));
+      std::sort(held.begin(), held.end());
+      for (std::uint64_t a : dev_.posted_buffers(rq_ids_[i]))
+        if (!std::binary_search(held.begin(), held.end(), a)) ++dma_into_freed_;
+    }
+    dev_.quiesce();
+  }
   bool reset_rq(std::uint16_t q) override { return dev_.reset_rq(q); }
   bool reset_sq(std::uint16_t q) override { return dev_.reset_sq(q); }
 
   Status start() override {
+    if (wire_running_) return Status::ok();
+    wire_running_ = true;
     dev_.keep_sent(false);
-    if (o_.rx_error_every) dev_.fail_every_rx(o_.rx_error_every, kSyndromeLocalLength);
+    if (o_.rx_error_every) dev_.fail_every_rx(o_.rx_error_every, kSyndromeLocalProt);
     dev_.start_thread(frames_, total_ * o_.loops, o_.rate_pps);
     return Status::ok();
   }
-  void stop() override { dev_.stop_thread(); }
+  void stop() override {
+    dev_.stop_thread();
+    wire_running_ = false;
+  }
 
   void extended_stats(std::map<std::string, std::uint64_t>& out) const override {
     const auto c = dev_.counters();
@@ -150,10 +174,16 @@ class ModelBackend final : public Backend {
     out["model_tx_frames"] = c.tx_frames;
     out["model_tx_nops"] = c.tx_nops;
     out["model_doorbell_order_errors"] = c.doorbell_order_errors;
+    out["model_rx_not_ready_drops"] = c.rx_not_ready;
+    out["model_dma_into_freed_buffer"] = dma_into_freed_;
     out["model_frames_injected"] = dev_.thread_delivered();
   }
 
  private:
+  bool wire_running_ = false;
+  std::vector<RxQueue*> rxqs_;
+  std::vector<std::uint16_t> rq_ids_;
+  std::uint64_t dma_into_freed_ = 0;  // control path: quiesce() writes, stats read after stop
   Status load_pcap() {
 #ifdef RAWPIPE_MLX5_MODEL_PCAP
     char err[PCAP_ERRBUF_SIZE] = {};

@@ -89,6 +89,7 @@ struct alignas(kCacheLine) RxQueue {
     std::uint32_t next = 0;         // index of the next mini
     std::uint32_t title_ci = 0;     // CQ index of the title
     std::uint16_t flags = 0;        // Mbuf flags from the title
+    std::uint16_t vlan = 0;         // the title's stripped VLAN TCI
     std::uint32_t flow_tag = 0;
   } zip;
 
@@ -106,6 +107,7 @@ struct alignas(kCacheLine) RxQueue {
   std::uint64_t filler_cqes = 0;
   std::uint64_t hw_drops = 0;       // sop_drop_qpn top byte, summed
   std::uint64_t resets = 0;
+  std::uint64_t skipped_error_cqes = 0;  // non-critical error CQEs: WQE retired, no reset
   std::uint64_t wqe_id_mismatch = 0;
   SyndromeCounters syndromes;
 };
@@ -119,7 +121,7 @@ struct alignas(kCacheLine) TxQueue {
   std::uint32_t cq_log = 0;
   std::uint32_t lkey = 0;
   std::uint32_t bf_offset = 0;
-  std::uint16_t inline_bytes = 0;   // 0 or 18: the device's minimum inline header
+  std::uint16_t inline_bytes = 0;   // the device's minimum inline header: 0, 18 (L2), 58 (L3), 78 (L4)
   std::uint16_t comp_every = 32;    // request a completion every N WQEs
   std::uint16_t since_comp = 0;
   std::uint16_t queue_id = 0;
@@ -134,6 +136,7 @@ struct alignas(kCacheLine) TxQueue {
   std::uint64_t dummy_sends = 0;
   std::uint64_t runts = 0;
   std::uint64_t foreign_copies = 0;
+  std::uint64_t ring_pads = 0;      // NOPs that kept a multi-WQEBB WQE from crossing the ring end
   std::uint64_t resets = 0;
   SyndromeCounters syndromes;
 };

@@ -18,13 +18,16 @@ RAWPIPE_ALWAYS_INLINE void invalidate(Cqe64* cqe) noexcept {
   std::atomic_ref<std::uint8_t>(cqe->op_own).store(kCqeInvalidOpOwn, std::memory_order_relaxed);
 }
 
-// Packet flags the CQE reports (checksums verified by the NIC, stripped VLAN).
+// Packet flags the CQE reports (checksums verified by the NIC, stripped VLAN). L3_OK/L4_OK set
+// means verified good; clear can mean "not checked" (options, fragments), so a checksum is
+// reported good or not verified, never bad, as DPDK's rxq_cq_to_ol_flags does
+// (drivers/net/mlx5/mlx5_rx.c); the pipeline verifies what the NIC did not.
 RAWPIPE_ALWAYS_INLINE std::uint16_t cqe_flags(const Cqe64* c) noexcept {
   const std::uint8_t hds = c->hds_ip_ext;
   const std::uint8_t t = c->l4_hdr_type_etc;
   std::uint16_t f = 0;
-  if ((t & kCqeL3Mask) == kCqeL3Ipv4) f |= (hds & kCqeL3Ok) ? pkt_flag::kL3CsumGood : pkt_flag::kL3CsumBad;
-  if ((t & kCqeL4Mask) != 0 && !(t & 0x80)) f |= (hds & kCqeL4Ok) ? pkt_flag::kL4CsumGood : pkt_flag::kL4CsumBad;
+  if ((t & kCqeL3Mask) == kCqeL3Ipv4 && (hds & kCqeL3Ok)) f |= pkt_flag::kL3CsumGood;
+  if ((t & kCqeL4Mask) != 0 && !(t & 0x80) && (hds & kCqeL4Ok)) f |= pkt_flag::kL4CsumGood;
   if (t & kCqeVlanStripped) f |= pkt_flag::kVlan;
   if (c->rx_hash_type != 0) f |= pkt_flag::kRssHash;
   return f;
@@ -93,11 +96,35 @@ RAWPIPE_ALWAYS_INLINE bool take_cyclic(RxQueue& q, std::uint32_t slot, Mbuf*& ou
   return true;
 }
 
+// Only these two opcodes are error CQEs (DPDK check_cqe_error in drivers/common/mlx5/
+// mlx5_common.h); any other valid opcode completes a received frame.
+RAWPIPE_ALWAYS_INLINE bool is_error_opcode(int op) noexcept {
+  const std::uint8_t opcode = cqe_opcode(static_cast<std::uint8_t>(op));
+  return opcode == kCqeReqErr || opcode == kCqeRespErr;
+}
+
 void count_error(RxQueue& q, const Cqe64* cqe) noexcept {
   const auto* err = reinterpret_cast<const ErrCqe*>(cqe);
   count_add(q.syndromes.count[err->syndrome]);
   if (err->syndrome != kSyndromeWrFlush) count_add(q.stats.rx_errors);
   q.needs_reset = true;
+}
+
+// The syndromes after which the RQ is in the error state and must go through RESET, as DPDK's
+// mlx5_rx_err_handle decides (drivers/net/mlx5/mlx5_rx.c, DPDK 38f72e50): LOCAL_QP_OP, LOCAL_PROT
+// and WR_FLUSH. Any other (LOCAL_LENGTH: a frame longer than the buffer) spoils one WQE only: the
+// CQE is skipped and its WQE retired while the queue keeps running.
+RAWPIPE_ALWAYS_INLINE bool critical_syndrome(const Cqe64* cqe) noexcept {
+  const std::uint8_t s = reinterpret_cast<const ErrCqe*>(cqe)->syndrome;
+  return s == kSyndromeLocalQpOp || s == kSyndromeLocalProt || s == kSyndromeWrFlush;
+}
+
+// A non-critical error CQE: counted by syndrome and as an rx error; the caller retires the WQE
+// (its buffer stays posted in the slot and is reused as is).
+RAWPIPE_ALWAYS_INLINE void count_skipped_error(RxQueue& q, const Cqe64* cqe) noexcept {
+  count_add(q.syndromes.count[reinterpret_cast<const ErrCqe*>(cqe)->syndrome]);
+  count_add(q.stats.rx_errors);
+  count_add(q.skipped_error_cqes);
 }
 
 void write_all_wqes(RxQueue& q, RxMode mode) noexcept {
@@ -130,7 +157,7 @@ void rx_reset(RxQueue& q, RxMode mode) noexcept {
     Cqe64* c = cqe_at(q.cq, ci);
     int op = owned(c, ci, q.cq_log);
     if (op < 0) break;
-    if (cqe_opcode(static_cast<std::uint8_t>(op)) >= kCqeReqErr) {
+    if (is_error_opcode(op)) {
       count_add(q.syndromes.count[reinterpret_cast<ErrCqe*>(c)->syndrome]);
       ++ci;
     } else if (cqe_format(static_cast<std::uint8_t>(op)) == kCqeFormatCompressed) {
@@ -191,7 +218,7 @@ std::uint16_t rx_burst_cyclic(void* queue, Mbuf** pkts, std::uint16_t n) noexcep
           const std::uint32_t len = be32(mini->byte_cnt);
           Mbuf* m;
           if (take_cyclic(q, rq_ci & rq_mask, m)) {
-            fill(q, m, len, be32(mini->rx_hash_result), z.flags, z.flow_tag, 0);
+            fill(q, m, len, be32(mini->rx_hash_result), z.flags, z.flow_tag, z.vlan);
             bytes += len;
             pkts[k++] = m;
           }
@@ -211,10 +238,16 @@ std::uint16_t rx_burst_cyclic(void* queue, Mbuf** pkts, std::uint16_t n) noexcep
     Cqe64* cqe = cqe_at(q.cq, ci);
     const int op = owned(cqe, ci, q.cq_log);
     if (op < 0) break;
-    if (RAWPIPE_UNLIKELY(cqe_opcode(static_cast<std::uint8_t>(op)) != kCqeRespSend)) {
-      count_error(q, cqe);
+    if (RAWPIPE_UNLIKELY(is_error_opcode(op))) {
+      if (critical_syndrome(cqe)) {
+        count_error(q, cqe);
+        ++ci;
+        break;
+      }
+      count_skipped_error(q, cqe);
       ++ci;
-      break;
+      ++rq_ci;
+      continue;
     }
     if constexpr (kZip) {
       if (cqe_format(static_cast<std::uint8_t>(op)) == kCqeFormatCompressed) {
@@ -234,6 +267,9 @@ std::uint16_t rx_burst_cyclic(void* queue, Mbuf** pkts, std::uint16_t n) noexcep
         z.title_ci = ci;
         z.flags = cqe_flags(cqe);
         z.flow_tag = cqe_flow_tag(q, cqe, z.flags);
+        // Minis carry no VLAN of their own: every packet of the session has the title's (the
+        // kernel's mlx5e_decompress_cqe copies the title's fields into each mini's CQE).
+        z.vlan = be16(cqe->vlan_info);
         count_add(q.compressed_sessions);
         continue;
       }
@@ -275,7 +311,7 @@ std::uint16_t rx_burst_striding(void* queue, Mbuf** pkts, std::uint16_t n) noexc
     Cqe64* cqe = cqe_at(q.cq, ci);
     const int op = owned(cqe, ci, q.cq_log);
     if (op < 0) break;
-    if (RAWPIPE_UNLIKELY(cqe_opcode(static_cast<std::uint8_t>(op)) != kCqeRespSend)) {
+    if (RAWPIPE_UNLIKELY(is_error_opcode(op))) {
       count_error(q, cqe);
       ++ci;
       break;

@@ -1,6 +1,8 @@
 #include "pmd/mlx5/tx.hh"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "pipeline/buf/pool.hh"
 #include "pmd/mlx5/cq.hh"
@@ -12,13 +14,27 @@ namespace {
 using rdma::HwDoorbell;
 using rdma::ModelDoorbell;
 
+// The inline header of a frame: the queue's minimum, or the whole frame when it is shorter (a
+// frame shorter than the L3/L4 header the device needs inline goes entirely inline, as DPDK
+// sends it).
+RAWPIPE_ALWAYS_INLINE std::uint16_t inline_len(std::uint16_t min_inline, std::uint32_t len) noexcept {
+  return static_cast<std::uint16_t>(len < min_inline ? len : min_inline);
+}
+
+// The WQE's size in 16-byte units, for a frame of `len` bytes with `inl` of them inline.
+RAWPIPE_ALWAYS_INLINE std::uint32_t wqe_ds(std::uint16_t inl, std::uint32_t len) noexcept {
+  return 1 + eth_seg_ds(inl) + (len > inl ? 1 : 0);
+}
+
+// Writes the WQE at `w`, which the caller guarantees does not cross the end of the ring.
 RAWPIPE_ALWAYS_INLINE void write_wqe(SendWqe* w, std::uint32_t pi, std::uint32_t qpn, std::uint32_t lkey,
-                                     std::uint16_t inl, bool comp, const Mbuf* m) noexcept {
+                                     std::uint16_t min_inline, bool comp, const Mbuf* m) noexcept {
   const std::uint32_t len = m->data_len;
   const std::uint8_t* data = m->data();
+  const std::uint16_t inl = inline_len(min_inline, len);
   const bool has_data = len > inl;
   const std::uint8_t opcode = (m->tx_flags & tx_flag::kDummy) ? kOpcodeNop : kOpcodeSend;
-  const std::uint32_t ds = 1 + eth_seg_ds(inl) + (has_data ? 1 : 0);
+  const std::uint32_t ds = wqe_ds(inl, len);
   w->ctrl.opmod_idx_opcode = be32(((pi & kWqeCounterMask) << 8) | opcode);
   w->ctrl.qpn_ds = be32((qpn << 8) | ds);
   w->ctrl.signature = 0;
@@ -35,24 +51,35 @@ RAWPIPE_ALWAYS_INLINE void write_wqe(SendWqe* w, std::uint32_t pi, std::uint32_t
   e.metadata = 0;
   e.inline_hdr_sz = be16(inl);
   if (inl) {
-    std::memcpy(e.inline_hdr_start, data, kEthL2InlineHeader);
+    // The first two bytes fill the segment's inline_hdr_start; the rest run on into the WQE.
+    std::memcpy(reinterpret_cast<std::uint8_t*>(w) + offsetof(SendWqe, eth) + offsetof(WqeEthSeg, inline_hdr_start),
+                data, inl);
   }
   if (has_data) {
-    // With no inline header the data segment sits where the inline bytes would be.
-    auto* d = inl ? &w->data : reinterpret_cast<WqeDataSeg*>(e.inline_hdr_start - 14 + 16);
+    // The data segment follows the eth segment and its inline bytes.
+    auto* d = reinterpret_cast<WqeDataSeg*>(reinterpret_cast<std::uint8_t*>(w) + kDsSize * (1 + eth_seg_ds(inl)));
     d->byte_count = be32(len - inl);
     d->lkey = be32(lkey);
     d->addr = be64(reinterpret_cast<std::uintptr_t>(data + inl));
   }
 }
 
-// Frees the buffers of WQEBBs [q.sq_ci, upto).
+// WQEBBs of the WQE that starts at WQEBB `index`, read back from the ring (its ctrl segment's DS
+// count), so a completion retires a multi-WQEBB WQE whole.
+RAWPIPE_ALWAYS_INLINE std::uint32_t wqe_bbs_at(const TxQueue& q, std::uint32_t index) noexcept {
+  const auto* w = reinterpret_cast<const SendWqe*>(q.sq.buf + std::size_t(index & (q.sq.wqe_cnt - 1)) * kWqeBb);
+  return wqe_bbs(be32(w->ctrl.qpn_ds) & 0x3f);
+}
+
+// Frees the buffers of WQEBBs [q.sq_ci, upto); padding NOPs and the second WQEBB of a WQE hold none.
 void free_completed(TxQueue& q, std::uint32_t upto) noexcept {
   const std::uint32_t mask = q.sq.wqe_cnt - 1;
   Mbuf* batch[kMaxBurst];
   unsigned nb = 0;
   for (std::uint32_t i = q.sq_ci; i != upto; ++i) {
-    batch[nb++] = q.elts[i & mask];
+    Mbuf* m = std::exchange(q.elts[i & mask], nullptr);
+    if (!m) continue;
+    batch[nb++] = m;
     if (nb == kMaxBurst) {
       mbuf_free_bulk(batch, nb);
       nb = 0;
@@ -70,7 +97,9 @@ void complete(TxQueue& q) noexcept {
     const int op = owned(cqe, ci, q.cq_log);
     if (op < 0) break;
     ++ci;
-    if (RAWPIPE_UNLIKELY(cqe_opcode(static_cast<std::uint8_t>(op)) != kCqeReq)) {
+    // Only REQ_ERR/RESP_ERR are errors (DPDK check_cqe_error); any other opcode completes.
+    const std::uint8_t opcode = cqe_opcode(static_cast<std::uint8_t>(op));
+    if (RAWPIPE_UNLIKELY(opcode == kCqeReqErr || opcode == kCqeRespErr)) {
       const auto* err = reinterpret_cast<const ErrCqe*>(cqe);
       count_add(q.syndromes.count[err->syndrome]);
       q.needs_reset = true;
@@ -82,7 +111,7 @@ void complete(TxQueue& q) noexcept {
     }
     // The completed WQE and every one before it are done (completions are in order).
     const std::uint16_t wc = be16(cqe->wqe_counter);
-    const std::uint32_t done = static_cast<std::uint16_t>(wc - static_cast<std::uint16_t>(q.sq_ci)) + 1u;
+    const std::uint32_t done = static_cast<std::uint16_t>(wc - static_cast<std::uint16_t>(q.sq_ci)) + wqe_bbs_at(q, wc);
     if (RAWPIPE_LIKELY(done <= q.sq_pi - q.sq_ci)) free_completed(q, q.sq_ci + done);
   }
   if (ci != q.cq_ci) {
@@ -100,12 +129,13 @@ void tx_reset(TxQueue& q) noexcept {
     Cqe64* cqe = cqe_at(q.cq, ci);
     const int op = owned(cqe, ci, q.cq_log);
     if (op < 0) break;
-    if (cqe_opcode(static_cast<std::uint8_t>(op)) != kCqeReq) {
+    const std::uint8_t opcode = cqe_opcode(static_cast<std::uint8_t>(op));
+    if (opcode == kCqeReqErr || opcode == kCqeRespErr) {
       count_add(q.syndromes.count[reinterpret_cast<ErrCqe*>(cqe)->syndrome]);
     } else {
       // Completed before the error: those frames left.
       const std::uint16_t wc = be16(cqe->wqe_counter);
-      const std::uint32_t done = static_cast<std::uint16_t>(wc - static_cast<std::uint16_t>(q.sq_ci)) + 1u;
+      const std::uint32_t done = static_cast<std::uint16_t>(wc - static_cast<std::uint16_t>(q.sq_ci)) + wqe_bbs_at(q, wc);
       if (done <= q.sq_pi - q.sq_ci) free_completed(q, q.sq_ci + done);
     }
     ++ci;
@@ -158,7 +188,7 @@ std::uint16_t tx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
   std::uint64_t sent = 0;
   while (k < n && room) {
     Mbuf* m = pkts[k];
-    if (RAWPIPE_UNLIKELY(m->data_len < q.inline_bytes || m->data_len == 0)) {
+    if (RAWPIPE_UNLIKELY(m->data_len < std::min<std::uint32_t>(q.inline_bytes, kEthL2InlineHeader) || m->data_len == 0)) {
       // Shorter than the header the device must see: not sendable. Taken and counted.
       count_add(q.runts);
       count_add(q.stats.tx_errors);
@@ -171,6 +201,24 @@ std::uint16_t tx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
       if (!c) break;  // the caller keeps pkts[k..n)
       m = pkts[k] = c;
     }
+    const std::uint32_t bbs = wqe_bbs(wqe_ds(inline_len(q.inline_bytes, m->data_len), m->data_len));
+    if (RAWPIPE_UNLIKELY((pi & mask) + bbs > q.sq.wqe_cnt)) {
+      // A multi-WQEBB WQE may not run past the end of the ring here: a one-WQEBB NOP takes the
+      // last slot and the WQE starts at the ring's beginning.
+      if (room < 1 + bbs) break;
+      auto* pad = reinterpret_cast<SendWqe*>(q.sq.buf + std::size_t(pi & mask) * kWqeBb);
+      pad->ctrl.opmod_idx_opcode = be32(((pi & kWqeCounterMask) << 8) | kOpcodeNop);
+      pad->ctrl.qpn_ds = be32((q.sq.qpn << 8) | 1);
+      pad->ctrl.signature = 0;
+      pad->ctrl.fm_ce_se = 0;
+      pad->ctrl.imm = 0;
+      q.elts[pi & mask] = nullptr;
+      last = pad;
+      ++pi;
+      --room;
+      count_add(q.ring_pads);
+    }
+    if (RAWPIPE_UNLIKELY(room < bbs)) break;
     auto* w = reinterpret_cast<SendWqe*>(q.sq.buf + std::size_t(pi & mask) * kWqeBb);
     const bool comp = ++q.since_comp >= q.comp_every;
     if (comp) q.since_comp = 0;
@@ -182,9 +230,10 @@ std::uint16_t tx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
       ++sent;
     }
     q.elts[pi & mask] = m;
+    for (std::uint32_t b = 1; b < bbs; ++b) q.elts[(pi + b) & mask] = nullptr;
     last = w;
-    ++pi;
-    --room;
+    pi += bbs;
+    room -= bbs;
     ++k;
   }
   if (last) {
@@ -216,8 +265,11 @@ Status tx_setup(TxQueue& q) {
   if (q.comp_every == 0 || q.comp_every > q.sq.wqe_cnt / 2)
     return Status::errorf("tx completion interval {} must be between 1 and half the send ring ({})", q.comp_every,
                           q.sq.wqe_cnt / 2);
-  if (q.inline_bytes != 0 && q.inline_bytes != kEthL2InlineHeader)
-    return Status::errorf("minimum inline header {} is not supported (rawpipe inlines 0 or 18 bytes)", q.inline_bytes);
+  if (q.inline_bytes != 0 && q.inline_bytes != kEthL2InlineHeader && q.inline_bytes != kInlineL3 &&
+      q.inline_bytes != kInlineL4)
+    return Status::errorf("minimum inline header {} is not supported (rawpipe inlines 0, 18 (L2), 58 (L3) or 78 (L4) "
+                          "bytes)",
+                          q.inline_bytes);
   q.cq_log = static_cast<std::uint32_t>(std::countr_zero(q.cq.cqe_cnt));
   q.sq_pi = q.sq_ci = q.cq_ci = 0;
   q.since_comp = 0;

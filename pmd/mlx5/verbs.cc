@@ -8,11 +8,12 @@
 //   receive: per queue a CQ from mlx5dv_create_cq (compressed CQEs in HASH format when
 //            configured). One cyclic queue: a raw-packet QP taken RESET->INIT->RTR. Several
 //            queues or a striding RQ: a WQ per queue (mlx5dv_create_wq with striding attributes),
-//            moved to RDY, an indirection table of 2^n entries and a receive-only Toeplitz RSS QP.
+//            moved to RDY, an indirection table of 2^n entries and a receive-only Toeplitz RSS QP
+//            per traffic type (flow.hh RssType).
 //            mlx5dv_init_obj(CQ | QP or RWQ) gives the rings and doorbell records.
 //   transmit: per queue a CQ and a raw-packet QP, RESET->INIT->RTR->RTS, mlx5dv_init_obj(QP | CQ)
 //            for the SQ ring, its doorbell record and the UAR/BlueFlame register.
-//   steering: ibv_create_flow on the receive QP (the RSS QP when there is one).
+//   steering: ibv_create_flow on the receive QP (with RSS, the hash QP of the flow's type).
 #include <arpa/inet.h>
 
 #include <bit>
@@ -22,6 +23,7 @@
 
 #include "pmd/mlx5/backend.hh"
 #include "pmd/mlx5/hw.hh"
+#include "pmd/mlx5/verbs_cq.hh"
 #include "pmd/rdma/loader.hh"
 #include "pmd/rdma/preflight.hh"
 
@@ -56,30 +58,36 @@ class VerbsBackend final : public Backend {
     };
     auto pre = rdma::rdma_preflight(o.interface, po);
     if (!pre) return pre.status();
-    pre_ = std::move(pre).value();
+    return attach(std::move(pre).value(), dv_, o.interface);
+  }
+
+  // Everything after the preflight, on its result and the provider table.
+  Status attach(rdma::PreflightResult pre, const rdma::Mlx5Table* dv, std::string_view interface) {
+    pre_ = std::move(pre);
+    dv_ = dv;
     v_ = pre_.verbs;
     const std::string dev_name = v_->get_device_name(pre_.device);
     if (!dv_->is_supported(pre_.device))
-      return Status::errorf("pmd mlx5 on {}: RDMA device {} is not handled by the mlx5 provider", o.interface, dev_name);
+      return Status::errorf("pmd mlx5 on {}: RDMA device {} is not handled by the mlx5 provider", interface, dev_name);
     ctx_ = v_->open_device(pre_.device);
-    if (!ctx_) return errno_status(fmt::format("pmd mlx5 on {}: ibv_open_device({})", o.interface, dev_name), errno);
+    if (!ctx_) return errno_status(fmt::format("pmd mlx5 on {}: ibv_open_device({})", interface, dev_name), errno);
     std::memset(&attr_, 0, sizeof(attr_));
     if (int rc = v_->query_device_ex(ctx_, &attr_); rc != 0)
-      return errno_status(fmt::format("pmd mlx5 on {}: ibv_query_device_ex", o.interface), rc);
+      return errno_status(fmt::format("pmd mlx5 on {}: ibv_query_device_ex", interface), rc);
     std::memset(&dv_attr_, 0, sizeof(dv_attr_));
     dv_attr_.comp_mask = MLX5DV_CONTEXT_MASK_CQE_COMPRESION | MLX5DV_CONTEXT_MASK_STRIDING_RQ;
     if (int rc = dv_->query_device(ctx_, &dv_attr_); rc != 0)
-      return errno_status(fmt::format("pmd mlx5 on {}: mlx5dv_query_device", o.interface), rc);
+      return errno_status(fmt::format("pmd mlx5 on {}: mlx5dv_query_device", interface), rc);
     port_attr_ = {};
     if (int rc = v_->query_port(ctx_, pre_.netdev.rdma_port, &port_attr_); rc != 0)
-      return errno_status(fmt::format("pmd mlx5 on {}: ibv_query_port({})", o.interface, pre_.netdev.rdma_port), rc);
+      return errno_status(fmt::format("pmd mlx5 on {}: ibv_query_port({})", interface, pre_.netdev.rdma_port), rc);
     if (port_attr_.link_layer != IBV_LINK_LAYER_ETHERNET)
       return Status::errorf("pmd mlx5 on {}: port {} of {} is InfiniBand, not Ethernet; raw-packet queues need an "
                             "Ethernet port (set the port type with mlxconfig LINK_TYPE_P1=2)",
-                            o.interface, pre_.netdev.rdma_port, dev_name);
+                            interface, pre_.netdev.rdma_port, dev_name);
     pd_ = v_->alloc_pd(ctx_);
-    if (!pd_) return errno_status(fmt::format("pmd mlx5 on {}: ibv_alloc_pd", o.interface), errno);
-    name_ = fmt::format("{} ({} port {}, part {}, fw {})", o.interface, dev_name, pre_.netdev.rdma_port,
+    if (!pd_) return errno_status(fmt::format("pmd mlx5 on {}: ibv_alloc_pd", interface), errno);
+    name_ = fmt::format("{} ({} port {}, part {}, fw {})", interface, dev_name, pre_.netdev.rdma_port,
                         attr_.orig_attr.vendor_part_id, attr_.orig_attr.fw_ver);
     return Status::ok();
   }
@@ -107,10 +115,19 @@ class VerbsBackend final : public Backend {
     if (o.compression && !(dv_attr_.comp_mask & MLX5DV_CONTEXT_MASK_CQE_COMPRESION &&
                            dv_attr_.cqe_comp_caps.supported_format & MLX5DV_CQE_RES_FORMAT_HASH))
       return Status::error("pmd mlx5: cqe_compression = true but the device does not offer compressed CQEs in hash format");
+    // max_num is the longest session the device may write; 0 means compression is off on this
+    // device or port (mlx5dv_query_device(3)), whatever the formats say.
+    if (o.compression && dv_attr_.cqe_comp_caps.max_num == 0)
+      return Status::error("pmd mlx5: cqe_compression = true but the device reports a maximum compressed session of 0 "
+                           "CQEs (compression disabled in firmware?); set cqe_compression = false");
     if (o.striding) {
       const auto& c = dv_attr_.striding_rq_caps;
       if (!(dv_attr_.comp_mask & MLX5DV_CONTEXT_MASK_STRIDING_RQ) || !c.max_single_wqe_log_num_of_strides)
         return Status::error("pmd mlx5: striding_rq = true but the device has no striding RQ");
+      // supported_qpts is a bit mask of QP types (1 << IBV_QPT_*) striding WQs may serve.
+      if (!(c.supported_qpts & (1u << IBV_QPT_RAW_PACKET)))
+        return Status::error("pmd mlx5: striding_rq = true but the device offers striding RQs only for other QP types "
+                             "than raw packet; set striding_rq = false");
       if (o.log_stride_size < c.min_single_stride_log_num_of_bytes || o.log_stride_size > c.max_single_stride_log_num_of_bytes)
         return Status::errorf("pmd mlx5: log_stride_size {} is outside the device's range {}..{}", o.log_stride_size,
                               c.min_single_stride_log_num_of_bytes, c.max_single_stride_log_num_of_bytes);
@@ -122,16 +139,9 @@ class VerbsBackend final : public Backend {
     for (std::size_t i = 0; i < queues.size(); ++i) {
       RxQueue& q = *queues[i];
       const std::uint32_t cqe = o.striding ? o.wqe_cnt << o.log_strides : o.wqe_cnt;
-      ibv_cq_init_attr_ex cq_attr{};
-      cq_attr.cqe = cqe;
-      mlx5dv_cq_init_attr dv_cq{};
-      if (o.compression) {
-        dv_cq.comp_mask = MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE;
-        dv_cq.cqe_comp_res_format = MLX5DV_CQE_RES_FORMAT_HASH;
-      }
-      ibv_cq_ex* cqx = dv_->create_cq(ctx_, &cq_attr, &dv_cq);
-      if (!cqx) return errno_status(fmt::format("pmd mlx5: mlx5dv_create_cq for receive queue {}", i), errno);
-      ibv_cq* cq = ibv_cq_ex_to_cq(cqx);
+      auto made = create_cq64(*dv_, ctx_, cqe, o.compression, fmt::format("receive queue {}", i));
+      if (!made) return made.status();
+      ibv_cq* cq = made.value();
       rx_cqs_.push_back(cq);
       mlx5dv_obj obj{};
       mlx5dv_cq dcq{};
@@ -191,8 +201,7 @@ class VerbsBackend final : public Backend {
       if (q.rq.stride != want_stride)
         return Status::errorf("pmd mlx5: receive WQE stride is {} bytes, the data path writes {}-byte WQEs", q.rq.stride,
                               want_stride);
-      if (dcq.cqe_size != kCqeSize)
-        return Status::errorf("pmd mlx5: the CQ has {}-byte CQEs; rawpipe polls 64-byte CQEs (unset MLX5_CQE_SIZE)", dcq.cqe_size);
+      RAWPIPE_TRY(check_cqe_size(dcq, fmt::format("receive queue {}", i)));
       q.cq = CqRing{static_cast<std::uint8_t*>(dcq.buf), dcq.cqe_cnt, dcq.dbrec};
       rq_dbrecs_.push_back(q.rq.dbrec);
     }
@@ -205,26 +214,37 @@ class VerbsBackend final : public Backend {
       ia.ind_tbl = ind_wqs_.data();
       ind_ = v_->create_rwq_ind_table(ctx_, &ia);
       if (!ind_) return errno_status("pmd mlx5: ibv_create_rwq_ind_table", errno);
-      ibv_qp_init_attr_ex qa{};
-      qa.qp_type = IBV_QPT_RAW_PACKET;
-      qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
-      qa.pd = pd_;
-      qa.rwq_ind_tbl = ind_;
-      qa.rx_hash_conf.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
-      qa.rx_hash_conf.rx_hash_key_len = sizeof(kRssKey);
-      qa.rx_hash_conf.rx_hash_key = const_cast<std::uint8_t*>(kRssKey);
-      qa.rx_hash_conf.rx_hash_fields_mask = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_PORT_UDP |
-                                            IBV_RX_HASH_DST_PORT_UDP;
-      rx_qp_ = v_->create_qp_ex(ctx_, &qa);
-      if (!rx_qp_) return errno_status("pmd mlx5: ibv_create_qp_ex (Toeplitz RSS over the receive WQs)", errno);
+      // One receive-only hash QP (a TIR) per traffic type, each hashing that type's fields over
+      // the same indirection table (flow.hh RssType); add_flow attaches a flow to the QP of its
+      // type. One QP with IPv4 and UDP fields alone left IPv6 and TCP traffic unhashed.
+      for (std::size_t t = 0; t < kRssTypes; ++t) {
+        ibv_qp_init_attr_ex qa{};
+        qa.qp_type = IBV_QPT_RAW_PACKET;
+        qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
+        qa.pd = pd_;
+        qa.rwq_ind_tbl = ind_;
+        qa.rx_hash_conf.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
+        qa.rx_hash_conf.rx_hash_key_len = sizeof(kRssKey);
+        qa.rx_hash_conf.rx_hash_key = const_cast<std::uint8_t*>(kRssKey);
+        qa.rx_hash_conf.rx_hash_fields_mask = rss_hash_fields(static_cast<RssType>(t));
+        ibv_qp* qp = v_->create_qp_ex(ctx_, &qa);
+        if (!qp)
+          return errno_status(fmt::format("pmd mlx5: ibv_create_qp_ex (Toeplitz RSS QP {} of {} over the receive WQs)",
+                                          t + 1, kRssTypes),
+                              errno);
+        hash_qps_.push_back(qp);
+      }
     }
     return Status::ok();
   }
 
   Status create_tx(TxQueue& q, std::uint16_t index, const TxOptions& o) override {
-    const int cqe = static_cast<int>(std::max<std::uint32_t>(o.wqe_cnt / o.comp_every * 2, 16));
-    ibv_cq* cq = v_->create_cq(ctx_, cqe, nullptr, nullptr, 0);
-    if (!cq) return errno_status(fmt::format("pmd mlx5: ibv_create_cq for transmit queue {}", index), errno);
+    const std::uint32_t cqe = std::max<std::uint32_t>(o.wqe_cnt / o.comp_every * 2, 16);
+    // mlx5dv_create_cq rather than ibv_create_cq: only it can pin the CQE size against
+    // MLX5_CQE_SIZE in the environment (verbs_cq.hh).
+    auto made = create_cq64(*dv_, ctx_, cqe, false, fmt::format("transmit queue {}", index));
+    if (!made) return made.status();
+    ibv_cq* cq = made.value();
     tx_cqs_.push_back(cq);
     ibv_qp_init_attr qa{};
     qa.qp_type = IBV_QPT_RAW_PACKET;
@@ -249,6 +269,7 @@ class VerbsBackend final : public Backend {
     if (int rc = dv_->init_obj(&obj, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ); rc != 0)
       return errno_status("pmd mlx5: mlx5dv_init_obj(QP | CQ) for transmit", rc);
     if (dqp.sq.stride != kWqeBb) return Status::errorf("pmd mlx5: SQ stride {} is not a 64-byte WQEBB", dqp.sq.stride);
+    RAWPIPE_TRY(check_cqe_size(dcq, fmt::format("transmit queue {}", index)));
     q.sq = SqRing{static_cast<std::uint8_t*>(dqp.sq.buf), dqp.sq.wqe_cnt, &dqp.dbrec[kSndDbr], dqp.bf.reg, dqp.bf.size,
                   qp->qp_num};
     q.cq = CqRing{static_cast<std::uint8_t*>(dcq.buf), dcq.cqe_cnt, dcq.dbrec};
@@ -257,8 +278,11 @@ class VerbsBackend final : public Backend {
 
   std::uint16_t tx_inline_bytes(const TxOptions& o) const override {
     if (o.inline_bytes >= 0) return static_cast<std::uint16_t>(o.inline_bytes);
-    // ConnectX-4 and -4 Lx (and their VFs) need the L2 header inline; ConnectX-5 and newer in
-    // their default inline mode do not (DPDK's txq_inline_min defaults).
+    // The PCI-id fallback of DPDK's mlx5_set_min_inline (drivers/net/mlx5/mlx5.c): ConnectX-4 and
+    // -4 Lx (and their VFs) need the L2 header inline; ConnectX-5 and newer in their default inline
+    // mode do not. DPDK first asks the device (HCA wqe_inline_mode, then the NIC vport context's
+    // min_wqe_inline_mode, through DevX); rawpipe does not yet, so a device configured for the IP
+    // or TCP/UDP inline mode needs tx_inline = "l3" / "l4".
     switch (attr_.orig_attr.vendor_part_id) {
       case 4115: case 4116: case 4117: case 4118: return kEthL2InlineHeader;
       default: return 0;
@@ -267,7 +291,8 @@ class VerbsBackend final : public Backend {
 
   Result<std::uint64_t> add_flow(const FlowAttrBytes& attr) override {
     auto copy = attr;  // ibv_create_flow takes a non-const attr
-    ibv_flow* f = v_->create_flow(rx_qp_, reinterpret_cast<ibv_flow_attr*>(copy.data()));
+    ibv_qp* target = hash_qps_.empty() ? rx_qp_ : hash_qps_[static_cast<std::size_t>(rss_type_of(attr))];
+    ibv_flow* f = v_->create_flow(target, reinterpret_cast<ibv_flow_attr*>(copy.data()));
     if (!f)
       return errno_status("pmd mlx5: ibv_create_flow (does the device allow managed flow steering? mlxconfig "
                           "FLOW_STEERING_MODE / firmware)", errno);
@@ -278,6 +303,28 @@ class VerbsBackend final : public Backend {
     auto* f = reinterpret_cast<ibv_flow*>(handle);
     std::erase(flows_, f);
     v_->destroy_flow(f);
+  }
+
+  void quiesce() override {
+    // Receive first out of RDY, then transmit; failures are ignored on this path (the device
+    // is going away or was reset already): nothing is left to try.
+    if (!wqs_.empty()) {
+      for (ibv_wq* wq : wqs_) {
+        ibv_wq_attr a{};
+        a.attr_mask = IBV_WQ_ATTR_STATE;
+        a.wq_state = IBV_WQS_RESET;
+        v_->modify_wq(wq, &a);
+      }
+    } else if (rx_qp_) {
+      ibv_qp_attr a{};
+      a.qp_state = IBV_QPS_RESET;
+      v_->modify_qp(rx_qp_, &a, IBV_QP_STATE);
+    }
+    for (ibv_qp* qp : tx_qps_) {
+      ibv_qp_attr a{};
+      a.qp_state = IBV_QPS_RESET;
+      v_->modify_qp(qp, &a, IBV_QP_STATE);
+    }
   }
 
   bool reset_rq(std::uint16_t queue) override {
@@ -328,6 +375,7 @@ class VerbsBackend final : public Backend {
     if (!v_) return;
     for (ibv_flow* f : flows_) v_->destroy_flow(f);
     if (rx_qp_) v_->destroy_qp(rx_qp_);
+    for (ibv_qp* q : hash_qps_) v_->destroy_qp(q);
     if (ind_) v_->destroy_rwq_ind_table(ind_);
     for (ibv_wq* w : wqs_) v_->destroy_wq(w);
     for (ibv_qp* q : tx_qps_) v_->destroy_qp(q);
@@ -351,7 +399,8 @@ class VerbsBackend final : public Backend {
   std::vector<ibv_wq*> wqs_, ind_wqs_;
   std::vector<std::uint32_t*> rq_dbrecs_;
   ibv_rwq_ind_table* ind_ = nullptr;
-  ibv_qp* rx_qp_ = nullptr;
+  ibv_qp* rx_qp_ = nullptr;             // the one cyclic queue's QP (no RSS)
+  std::vector<ibv_qp*> hash_qps_;         // with RSS: one per RssType
   std::vector<ibv_qp*> tx_qps_;
   std::vector<ibv_flow*> flows_;
   std::string name_;
@@ -362,6 +411,13 @@ class VerbsBackend final : public Backend {
 Result<std::unique_ptr<Backend>> open_verbs_backend(const VerbsOptions& o) {
   auto b = std::make_unique<VerbsBackend>();
   RAWPIPE_TRY(b->open(o));
+  return std::unique_ptr<Backend>(std::move(b));
+}
+
+Result<std::unique_ptr<Backend>> open_verbs_backend_on(rdma::PreflightResult pre, const rdma::Mlx5Table& dv,
+                                                       std::string_view interface) {
+  auto b = std::make_unique<VerbsBackend>();
+  RAWPIPE_TRY(b->attach(std::move(pre), &dv, interface));
   return std::unique_ptr<Backend>(std::move(b));
 }
 

@@ -21,12 +21,25 @@
 #include <cstddef>
 #include <cstdint>
 
+// x86-64 only. Every barrier below is the x86-64 reading of rdma-core's util/udma_barrier.h; on
+// another architecture (aarch64: dmb oshst / dmb oshld / dsb st) they would be wrong, so the
+// build stops here rather than run with them.
+#if !defined(__x86_64__)
+#error "pmd/rdma doorbells and barriers are written for x86-64 only (rdma-core util/udma_barrier.h has the other architectures); build with -Dpmd_mlx5=disabled -Dpmd_mana=disabled"
+#endif
+
 namespace rawpipe::rdma {
 
 // udma_to_device_barrier(): orders descriptor writes before the device may read them. On x86-64
-// stores are not reordered with stores and DMA is coherent, so a compiler barrier is enough
-// (rdma-core and DPDK's rte_io_wmb do the same); kept as a real barrier so no compiler moves a
-// descriptor store past the doorbell.
+// rdma-core defines it as a compiler barrier (asm volatile("" ::: "memory")): stores are not
+// reordered with stores and DMA is coherent (DPDK's rte_io_wmb is the same); kept as a real
+// barrier so no compiler moves a descriptor store past the doorbell.
+//
+// The other direction, udma_from_device_barrier() after testing an owner/valid bit, is an
+// lfence in rdma-core on x86-64. rawpipe reads the owner byte with an acquire load instead (the
+// CQ polls in pmd/mlx5/cq.hh and pmd/mana/queue.hh): x86-64 does not reorder a load with later
+// loads, so that orders the CQE body reads after it as the lfence does, without the lfence's
+// cost; it is not the instruction rdma-core uses.
 inline void dma_wmb() noexcept { std::atomic_signal_fence(std::memory_order_seq_cst); }
 // mmio_wc_start() / mmio_flush_writes(): sfence, because the UAR is mapped write-combining and WC
 // stores may pass earlier WB stores.

@@ -53,11 +53,14 @@ Result<PreflightResult> rdma_preflight(std::string_view ifname, const PreflightO
         "pmd {} on {}: the interface has no RDMA device (no {}/class/net/{}/device/infiniband); load the RDMA module "
         "(modprobe {}) and check 'rdma link show'",
         o.pmd, ifname, o.sysfs_root, ifname, o.pmd == "mana" ? "mana_ib" : "mlx5_ib");
-  for (int i = 0; i < devices->count && !r.device; ++i) {
+  // Every IB device of the interface's PCI function, in libibverbs' order: one on mlx5 and on
+  // MANA before the 2025 mana_ib split, two on MANA after it (the PMD picks the right one).
+  for (int i = 0; i < devices->count; ++i) {
     const char* name = r.verbs->get_device_name(devices->list[i]);
     for (const std::string& want : r.netdev.rdma_devices)
-      if (name && want == name) r.device = devices->list[i];
+      if (name && want == name) r.candidates.push_back(devices->list[i]);
   }
+  if (!r.candidates.empty()) r.device = r.candidates.front();
   if (!r.device)
     return Status::errorf(
         "pmd {} on {}: RDMA device {} is in sysfs but libibverbs does not list it ({} devices visible); install the "

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "rawpipe/status.hh"
 #include "pmd/rdma/discovery.hh"
@@ -44,7 +45,8 @@ struct PreflightResult {
   NetdevInfo netdev;
   const IbverbsTable* verbs = nullptr;
   std::shared_ptr<DeviceList> devices;
-  ibv_device* device = nullptr;                  // the interface's RDMA device
+  std::vector<ibv_device*> candidates;           // every RDMA device of the interface's PCI function
+  ibv_device* device = nullptr;                  // the first of them (the only one on mlx5)
 };
 
 Result<PreflightResult> rdma_preflight(std::string_view ifname, const PreflightOptions& options);

@@ -60,7 +60,7 @@ TEST(DeviceErrors, Mlx5ErrorCqesAndFlushStormsAreCountedAndTheQueueRecovers) {
   EXPECT_GE(errors, (kFrames - lost_in_error_state) / kEvery);
   EXPECT_GT(errors, 0u);
   EXPECT_EQ(errors, ext(s, "model_rx_error_cqes"));
-  EXPECT_EQ(ext(s, "rx_error_syndrome_0x01"), errors) << "local length error, the injected syndrome";
+  EXPECT_EQ(ext(s, "rx_error_syndrome_0x04"), errors) << "local protection error, the injected (critical) syndrome";
   EXPECT_EQ(ext(s, "rx_error_syndrome_0x05"), ext(s, "model_rx_flush_cqes")) << "every flush CQE was consumed";
   // How many WQEs were still posted when an error hit depends on how far the driver was behind
   // the model; at least some were, and each one came back as a flush CQE the driver consumed.

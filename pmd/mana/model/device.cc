@@ -175,6 +175,8 @@ struct ManaModel::Wq {
   unsigned fail_skip = 0;
   unsigned fail_n = 0;
   std::uint32_t fail_type = 0;
+  // WQEs the SQ may still take before it stalls (hold_tx); unlimited by default.
+  std::uint32_t tx_budget = UINT32_MAX;
   ModelQueueStats stats;
   std::vector<std::string> violations;
   std::vector<std::vector<std::uint8_t>> sent;
@@ -477,8 +479,21 @@ void ManaModel::fail_next_tx(std::uint32_t sq_id, unsigned n, std::uint32_t type
   q->fail_type = type;
 }
 
+void ManaModel::hold_tx(std::uint32_t sq_id, std::uint32_t wqes) {
+  Wq* q = wq(sq_id);
+  q->tx_budget = wqes;
+  process_sq(*q);
+}
+
+void ManaModel::release_tx(std::uint32_t sq_id) {
+  Wq* q = wq(sq_id);
+  q->tx_budget = UINT32_MAX;
+  process_sq(*q);
+}
+
 void ManaModel::process_sq(Wq& q) noexcept {
-  while (q.consumed_bu != q.doorbell_bu) {
+  while (q.consumed_bu != q.doorbell_bu && q.tx_budget != 0) {
+    if (q.tx_budget != UINT32_MAX) --q.tx_budget;
     const std::uint32_t pos = (q.consumed_bu * kWqeBu) & (q.size - 1);
     DmaOob dma;
     std::memcpy(&dma, q.buf + pos, sizeof dma);
@@ -555,7 +570,10 @@ void ManaModel::process_sq(Wq& q) noexcept {
         error = q.fail_type;
       }
     }
-    const std::uint32_t wqe_pos = pos;
+    // tx_wqe_offset counts 32-byte units, not bytes (the kernel's mana_ib cq.c divides only
+    // rx_wqe_offset by GDMA_WQE_BU_SIZE); the free-running queue offset, 27 bits wide
+    // (rdma-core providers/mana gdma.h GDMA_QUEUE_OFFSET_WIDTH).
+    const std::uint32_t wqe_pos = q.consumed_bu & ((1u << 27) - 1);
     q.consumed_bu += wqe_bytes / kWqeBu;
     if (error) {
       bump(q.stats.tx_errors, 1);

@@ -106,6 +106,11 @@ class ManaModel {
   std::uint32_t rq_available(std::uint32_t rq_id) const noexcept;
   // After `skip` more good WQEs, the next `n` WQEs of the SQ complete with error CQE `type` (33..41).
   void fail_next_tx(std::uint32_t sq_id, unsigned n, std::uint32_t type, unsigned skip = 0);
+  // A slow NIC: the SQ takes at most `wqes` more WQEs (those already rung included) and leaves the
+  // rest posted, untouched, until release_tx(); lets a test see what the driver frees while the
+  // NIC still owns WQEs.
+  void hold_tx(std::uint32_t sq_id, std::uint32_t wqes);
+  void release_tx(std::uint32_t sq_id);
   // Writes one CQE of `type` for the RQ's next WQE (e.g. kCqeRxObjectFence consumes none).
   void inject_rx_cqe(std::uint32_t rq_id, std::uint32_t type);
 

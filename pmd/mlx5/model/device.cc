@@ -252,6 +252,7 @@ struct Device::Rq {
   std::uint32_t pos = 0;        // striding: next stride in the current WQE
   Cq* cq = nullptr;
   bool error = false;
+  bool ready = true;            // false between quiesce() and reset_rq()
   std::uint8_t fail_next = 0;
   std::uint32_t qpn = 0;
   std::array<std::uint64_t, 256> syndromes{};
@@ -269,6 +270,7 @@ struct Device::Sq {
   Cq* cq = nullptr;
   std::uint32_t qpn = 0;
   bool error = false;
+  bool ready = true;               // false between quiesce() and reset_sq()
   std::uint8_t fail_next = 0;
 };
 
@@ -276,6 +278,7 @@ struct Device::Flow {
   std::uint16_t rq = 0;
   std::vector<std::uint8_t> attr;
   std::uint16_t priority = 0;
+  std::uint64_t hash_fields = 0;   // of the hash QP the flow is attached to
   bool alive = true;
 };
 
@@ -372,10 +375,11 @@ void Device::set_rss(std::span<const std::uint8_t> key, std::span<const std::uin
   for (std::size_t i = 0; i < size; ++i) rss_table_[i] = rqs[i % rqs.size()];
 }
 
-int Device::create_flow(std::uint16_t rq, const ibv_flow_attr* attr) {
+int Device::create_flow(std::uint16_t rq, const ibv_flow_attr* attr, std::uint64_t hash_fields) {
   std::lock_guard lock(mu_);
   auto f = std::make_unique<Flow>();
   f->rq = rq;
+  f->hash_fields = hash_fields;
   const auto* p = reinterpret_cast<const std::uint8_t*>(attr);
   f->attr.assign(p, p + attr->size);
   f->priority = attr->priority;
@@ -388,10 +392,29 @@ void Device::destroy_flow(int handle) {
   if (handle >= 0 && static_cast<std::size_t>(handle) < flows_.size()) flows_[handle]->alive = false;
 }
 
+void Device::quiesce() {
+  std::lock_guard lock(mu_);
+  for (auto& rq : rqs_) rq->ready = false;
+  for (auto& sq : sqs_) sq->ready = false;
+}
+
+std::vector<std::uint64_t> Device::posted_buffers(std::uint16_t id) const {
+  std::lock_guard lock(mu_);
+  const Rq& rq = *rqs_.at(id);
+  std::vector<std::uint64_t> out;
+  if (!rq.ready || rq.error || rq.o.striding) return out;
+  for (std::uint32_t n = 0, left = std::min(rq.posted(), rq.o.wqe_cnt); n < left; ++n) {
+    const std::uint32_t slot = (rq.consumed + n) & (rq.o.wqe_cnt - 1);
+    out.push_back(be64(reinterpret_cast<const WqeDataSeg*>(rq.buf.get() + std::size_t(slot) * rq.stride)->addr));
+  }
+  return out;
+}
+
 bool Device::reset_rq(std::uint16_t id) {
   std::lock_guard lock(mu_);
   Rq& rq = *rqs_.at(id);
   rq.error = false;
+  rq.ready = true;
   rq.consumed = 0;
   rq.pos = 0;
   rq.fail_next = 0;
@@ -404,6 +427,7 @@ bool Device::reset_sq(std::uint16_t id) {
   std::lock_guard lock(mu_);
   Sq& sq = *sqs_.at(id);
   sq.error = false;
+  sq.ready = true;
   sq.consumed = 0;
   sq.fail_next = 0;
   std::atomic_ref<std::uint32_t>(sq.dbrec[kSndDbr]).store(0, std::memory_order_relaxed);
@@ -464,6 +488,10 @@ void Device::error_rq(Rq& rq, std::uint8_t syndrome) {
   }
   ++rq.consumed;
   rq.pos = 0;
+  // Only LOCAL_QP_OP, LOCAL_PROT and WR_FLUSH leave the RQ in the error state (DPDK's
+  // mlx5_rx_err_handle resets on exactly these); any other syndrome (LOCAL_LENGTH) spoils the one
+  // WQE and the queue keeps receiving.
+  if (syndrome != kSyndromeLocalQpOp && syndrome != kSyndromeLocalProt && syndrome != kSyndromeWrFlush) return;
   rq.error = true;
   // Every WQE still posted completes with a flush error.
   for (std::uint32_t n = rq.posted(); n > 0 && cq_room(cq) > 0; --n) {
@@ -491,20 +519,32 @@ int Device::steer(std::span<const std::uint8_t> frame, std::uint32_t& tag, std::
   if (!best) return -1;
   tag = best_tag;
   rq = best->rq;
-  if (!rss_table_.empty() && f.l3) {
+  if (!rss_table_.empty()) {
+    // A TIR hashes only the fields it was created with; a frame of another type (an IPv6 frame
+    // on an IPv4 QP, a non-IP frame) is not hashed and takes the table's first entry.
+    const std::uint64_t h = best->hash_fields;
+    const bool l3 = (f.l3 == 4 && (h & (IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4))) ||
+                    (f.l3 == 6 && (h & (IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6)));
+    const bool ports = f.has_ports && ((f.proto == 17 && (h & (IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP))) ||
+                                       (f.proto == 6 && (h & (IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP))));
+    if (!l3) {
+      hash = 0;
+      hash_type = 0;
+      return rss_table_[0];
+    }
     std::uint8_t in[36];
     const std::size_t alen = f.l3 == 4 ? 4 : 16;
     std::memcpy(in, f.src, alen);
     std::memcpy(in + alen, f.dst, alen);
     std::size_t n = 2 * alen;
-    if (f.has_ports) {
+    if (ports) {
       in[n++] = static_cast<std::uint8_t>(f.sport >> 8);
       in[n++] = static_cast<std::uint8_t>(f.sport);
       in[n++] = static_cast<std::uint8_t>(f.dport >> 8);
       in[n++] = static_cast<std::uint8_t>(f.dport);
     }
     hash = toeplitz(rss_key_, in, n);
-    hash_type = static_cast<std::uint8_t>((f.l3 == 4 ? 1 : 2) | (f.has_ports ? 4 : 0));
+    hash_type = static_cast<std::uint8_t>((f.l3 == 4 ? 1 : 2) | (ports ? 4 : 0));
     rq = rss_table_[hash & (rss_table_.size() - 1)];
   }
   return rq;
@@ -564,9 +604,19 @@ Device::Rx Device::receive_locked(std::span<const std::uint8_t> frame, const Fra
   }
   Rq& rq = *rqs_[static_cast<std::size_t>(target)];
   Cq& cq = *rq.cq;
+  if (!rq.ready) {
+    ++c_.rx_not_ready;
+    return Rx::kQueueError;
+  }
   if (rq.error) {
     ++c_.rx_queue_error;
     return Rx::kQueueError;
+  }
+  if (rq.posted() > rq.o.wqe_cnt) {
+    // The record went backwards (or past the ring): nothing it announces can be trusted.
+    ++c_.record_errors;
+    ++c_.rx_no_wqe;
+    return Rx::kNoWqe;
   }
   if (rq.posted() == 0) {
     ++c_.rx_no_wqe;
@@ -661,7 +711,9 @@ std::size_t Device::try_session(std::span<const std::vector<std::uint8_t>> frame
   if (target < 0) return 0;
   Rq& rq = *rqs_[static_cast<std::size_t>(target)];
   Cq& cq = *rq.cq;
-  if (!rq.o.compression || rq.o.striding || rq.error || rq.fail_next || rx_fail_every_) return 0;
+  if (!rq.o.compression || rq.o.striding || !rq.ready || rq.error || rq.fail_next || rx_fail_every_ ||
+      rq.posted() > rq.o.wqe_cnt)
+    return 0;
   const std::size_t limit = std::min<std::size_t>({frames.size(), kMaxSessionLength, rq.posted(), cq_room(cq)});
   std::vector<std::uint32_t> hashes;
   std::size_t n = 0;
@@ -726,8 +778,12 @@ void Device::on_mmio(void* ctx, void* base, std::size_t offset, std::uint64_t va
     // The UAR write names the last WQE posted; the SQ record must already cover it.
     const std::uint32_t idx = (be32(static_cast<std::uint32_t>(value)) >> 8) & kWqeCounterMask;
     const std::uint32_t rec = load_record(&sq->dbrec[kSndDbr]) & kWqeCounterMask;
+    // The record must end exactly after the WQE the UAR names (one or two WQEBBs, from its DS count).
+    const auto* w = reinterpret_cast<const WqeCtrlSeg*>(sq->buf.get() + std::size_t(idx & (sq->o.wqe_cnt - 1)) * kWqeBb);
+    const std::uint32_t ds = be32(w->qpn_ds) & 0x3f;
+    const std::uint32_t bbs = ds >= 1 && ds <= 8 ? wqe_bbs(ds) : 1;
     // Relaxed: statistics only.
-    if (((rec - 1) & kWqeCounterMask) != idx) d->order_errors_.fetch_add(1, std::memory_order_relaxed);
+    if (((rec - idx) & kWqeCounterMask) != bbs) d->order_errors_.fetch_add(1, std::memory_order_relaxed);
     d->uar_writes_.fetch_add(1, std::memory_order_relaxed);
     if (!threaded) d->process_sq(*sq);
   }
@@ -739,36 +795,68 @@ void Device::process_tx() {
 }
 
 void Device::process_sq(Sq& sq) {
-  if (sq.error) return;
+  if (sq.error || !sq.ready) return;
   Cq& cq = *sq.cq;
   const std::uint32_t mask = sq.o.wqe_cnt - 1;
   const std::uint32_t rec = load_record(&sq.dbrec[kSndDbr]) & kWqeCounterMask;
+  // The record only moves forward and never past the ring: a record behind the consumer (or
+  // further ahead than the ring holds) cannot come from a correct driver, and a NIC would read
+  // garbage WQEs. The SQ goes to the error state with a LOCAL_QP_OP CQE.
+  if (((rec - sq.consumed) & kWqeCounterMask) > sq.o.wqe_cnt) {
+    ++c_.record_errors;
+    if (cq_room(cq)) {
+      write_error_cqe(cq, kCqeReqErr, kSyndromeLocalQpOp, static_cast<std::uint16_t>(sq.consumed), sq.qpn);
+      ++c_.tx_error_cqes;
+    }
+    sq.error = true;
+    return;
+  }
+  const std::size_t ring_bytes = std::size_t(sq.o.wqe_cnt) * kWqeBb;
   while ((sq.consumed & kWqeCounterMask) != rec) {
     const std::uint16_t idx = static_cast<std::uint16_t>(sq.consumed);
-    const auto* w = reinterpret_cast<const SendWqe*>(sq.buf.get() + std::size_t(sq.consumed & mask) * kWqeBb);
-    const std::uint32_t op = be32(w->ctrl.opmod_idx_opcode);
-    const std::uint32_t qpn_ds = be32(w->ctrl.qpn_ds);
+    const std::size_t start = std::size_t(sq.consumed & mask) * kWqeBb;
+    // A WQE may span WQEBBs and wrap at the end of the ring, as on the NIC.
+    auto at = [&](std::size_t off) { return sq.buf.get() + (start + off) % ring_bytes; };
+    auto copy_out = [&](std::size_t off, void* dst, std::size_t n) {
+      for (std::size_t i = 0; i < n; ++i) static_cast<std::uint8_t*>(dst)[i] = *at(off + i);
+    };
+    WqeCtrlSeg ctrl;
+    copy_out(0, &ctrl, sizeof ctrl);
+    const std::uint32_t op = be32(ctrl.opmod_idx_opcode);
+    const std::uint32_t qpn_ds = be32(ctrl.qpn_ds);
     const std::uint32_t ds = qpn_ds & 0x3f;
+    const std::uint8_t opcode = op & 0xff;
     std::uint8_t syndrome = 0;
-    if (((op >> 8) & kWqeCounterMask) != idx || (qpn_ds >> 8) != sq.qpn || ds < 2 || ds > 4) syndrome = kSyndromeLocalQpOp;
+    // Up to two WQEBBs (an L4 inline header and a data segment); a NOP may be the ctrl segment alone.
+    if (((op >> 8) & kWqeCounterMask) != idx || (qpn_ds >> 8) != sq.qpn || ds < 1 || ds > 8 ||
+        (opcode == kOpcodeSend && ds < 2))
+      syndrome = kSyndromeLocalQpOp;
+    const std::uint32_t bbs = ds >= 1 && ds <= 8 ? wqe_bbs(ds) : 1;
+    if (!syndrome && ((rec - sq.consumed) & kWqeCounterMask) < bbs) syndrome = kSyndromeLocalQpOp;  // record mid-WQE
     if (sq.fail_next) {
       syndrome = sq.fail_next;
       sq.fail_next = 0;
     }
     std::vector<std::uint8_t> frame;
-    const std::uint8_t opcode = op & 0xff;
     if (!syndrome && opcode == kOpcodeSend) {
-      const std::uint16_t inl = be16(w->eth.inline_hdr_sz);
-      if (inl < sq.o.min_inline || inl > kEthL2InlineHeader) syndrome = kSyndromeLocalQpOp;
+      WqeEthSeg eth;
+      copy_out(kDsSize, &eth, sizeof eth);
+      const std::uint16_t inl = be16(eth.inline_hdr_sz);
+      const std::uint32_t eth_ds = eth_seg_ds(inl);
+      const bool has_data = ds > 1 + eth_ds;
+      // The inline header must reach the device's minimum unless it is the whole frame (no data
+      // segment), and the DS count must cover the eth segment with its inline bytes, or the NIC
+      // would take inline bytes for a data segment.
+      if ((inl < sq.o.min_inline && has_data) || inl > kInlineL4 || ds < 1 + eth_ds) syndrome = kSyndromeLocalQpOp;
       else {
-        frame.assign(w->eth.inline_hdr_start, w->eth.inline_hdr_start + inl);
-        const std::uint32_t eth_ds = eth_seg_ds(inl);
-        const auto* base = reinterpret_cast<const std::uint8_t*>(w);
+        frame.resize(inl);
+        copy_out(kDsSize + offsetof(WqeEthSeg, inline_hdr_start), frame.data(), inl);
         for (std::uint32_t s = 1 + eth_ds; s < ds; ++s) {
-          const auto* d = reinterpret_cast<const WqeDataSeg*>(base + s * kDsSize);
-          const std::uint32_t len = be32(d->byte_count);
-          const std::uint64_t addr = be64(d->addr);
-          if (len & kInlineSeg || !mr_ok(be32(d->lkey), addr, len)) {
+          WqeDataSeg d;
+          copy_out(std::size_t(s) * kDsSize, &d, sizeof d);
+          const std::uint32_t len = be32(d.byte_count);
+          const std::uint64_t addr = be64(d.addr);
+          if (len & kInlineSeg || !mr_ok(be32(d.lkey), addr, len)) {
             syndrome = kSyndromeLocalProt;
             break;
           }
@@ -795,7 +883,7 @@ void Device::process_sq(Sq& sq) {
       ++c_.tx_frames;
       if (keep_sent_) sent_.push_back(std::move(frame));
     }
-    if (w->ctrl.fm_ce_se & kCtrlCqUpdate) {
+    if (ctrl.fm_ce_se & kCtrlCqUpdate) {
       if (cq_room(cq) == 0) return;  // stalls until the driver frees CQ room, like a full CQ would
       Cqe64* c = cq.at(cq.pi);
       clear_body(c);
@@ -805,7 +893,7 @@ void Device::process_sq(Sq& sq) {
       ++cq.pi;
       ++c_.tx_cqes;
     }
-    ++sq.consumed;
+    sq.consumed += bbs;
   }
 }
 

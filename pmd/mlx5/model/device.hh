@@ -16,8 +16,10 @@
 //              inline header size and data-segment lkeys, gathers the frame into `sent()`, and
 //              writes a REQ CQE for WQEs that asked for one. NOP WQEs (dummy sends) are dropped.
 //   errors   - on demand (fail_next_rx / fail_next_tx) or on a bad descriptor: an error CQE with
-//              the syndrome, the queue enters the error state, and an RQ flushes its posted WQEs
-//              with WR_FLUSH CQEs, until the driver resets the queue.
+//              the syndrome. On the critical syndromes (LOCAL_QP_OP, LOCAL_PROT, WR_FLUSH) the
+//              queue enters the error state and an RQ flushes its posted WQEs with WR_FLUSH CQEs,
+//              until the driver resets the queue; any other RX syndrome (LOCAL_LENGTH) consumes
+//              the one WQE and the RQ keeps receiving.
 // Every counter wraps as on hardware (16-bit WQE counters, 24-bit CQ index), so tiny rings
 // exercise every wrap quickly.
 //
@@ -80,7 +82,13 @@ struct Counters {
   std::uint64_t tx_cqes = 0;
   std::uint64_t uar_writes = 0;
   std::uint64_t doorbell_order_errors = 0;  // UAR written before the SQ record covered the WQE
+  std::uint64_t rx_not_ready = 0;      // steered to an RQ out of the ready state (quiesced): dropped
+  std::uint64_t record_errors = 0;     // an RQ or SQ doorbell record behind the consumer or past the ring
 };
+
+inline constexpr std::uint64_t kAllHashFields =
+    IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6 |
+    IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP | IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
 
 class Device {
  public:
@@ -98,8 +106,17 @@ class Device {
   // RSS over `rqs` with a 40-byte Toeplitz key (indirection table filled round-robin to 2^n).
   void set_rss(std::span<const std::uint8_t> key, std::span<const std::uint16_t> rqs);
   // Destination for flows: with RSS configured, the RSS group; otherwise RQ `rq`.
-  int create_flow(std::uint16_t rq, const ibv_flow_attr* attr);   // handle >= 0
+  // `hash_fields` (IBV_RX_HASH_*) are those of the hash QP the flow is attached to: with RSS the
+  // model hashes only those, as a TIR does; a frame none of them covers gets hash 0.
+  int create_flow(std::uint16_t rq, const ibv_flow_attr* attr, std::uint64_t hash_fields = kAllHashFields);   // handle >= 0
   void destroy_flow(int handle);
+  // Every RQ and SQ leaves the ready state (ibv_modify_wq/qp to RESET): frames steered to them
+  // are dropped without touching the posted buffers and sends are not read, until reset_rq /
+  // reset_sq bring each back.
+  void quiesce();
+  // The buffer addresses a ready cyclic RQ has posted (WQEs the device may still write into);
+  // empty once the RQ left the ready state.
+  std::vector<std::uint64_t> posted_buffers(std::uint16_t rq) const;
   bool reset_rq(std::uint16_t rq);
   bool reset_sq(std::uint16_t sq);
   const rdma::DoorbellSink* sink() const noexcept { return &sink_; }

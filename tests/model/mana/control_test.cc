@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
 #include <filesystem>
 #include <fstream>
 
@@ -170,6 +173,111 @@ TEST(ManaControl, RcFunctionIsNotTheEthernetOne) {
   EXPECT_EQ(Fake::created, Fake::destroyed);
 }
 
+// The IB devices one PCI function shows in each kernel era, as ibv_get_device_list returns them.
+struct FakeDevice {
+  const char* name;
+  std::uint32_t vendor_part;
+  std::uint64_t raw_packet_caps;
+};
+struct FakeDeviceList {
+  static inline std::vector<FakeDevice> era;
+  static inline int opened = 0, closed = 0;
+  std::vector<ibv_device> devices;
+  std::vector<ibv_device*> list;
+  explicit FakeDeviceList(std::vector<FakeDevice> e) {
+    era = std::move(e);
+    opened = closed = 0;
+    devices.resize(era.size());
+    for (std::size_t i = 0; i < era.size(); ++i) {
+      std::snprintf(devices[i].name, sizeof(devices[i].name), "%s", era[i].name);
+      list.push_back(&devices[i]);
+    }
+  }
+  static const FakeDevice& of(ibv_device* d) {
+    for (const FakeDevice& f : era)
+      if (std::strcmp(f.name, d->name) == 0) return f;
+    ADD_FAILURE() << "unknown device " << d->name;
+    return era.front();
+  }
+  static rdma::IbverbsTable verbs() {
+    rdma::IbverbsTable t;
+    t.get_device_name = [](ibv_device* d) -> const char* { return d->name; };
+    // The context carries its device, as libibverbs' does.
+    t.open_device = [](ibv_device* d) -> ibv_context* {
+      ++opened;
+      auto* ctx = new ibv_context{};
+      ctx->device = d;
+      return ctx;
+    };
+    t.close_device = [](ibv_context* ctx) -> int {
+      ++closed;
+      delete ctx;
+      return 0;
+    };
+    t.query_device_ex = [](ibv_context* ctx, ibv_device_attr_ex* a) -> int {
+      const FakeDevice& f = of(ctx->device);
+      *a = {};
+      a->orig_attr.vendor_part_id = f.vendor_part;
+      a->raw_packet_caps = f.raw_packet_caps;
+      return 0;
+    };
+    return t;
+  }
+};
+
+constexpr std::uint64_t kRawCaps = IBV_RAW_PACKET_CAP_IP_CSUM;
+
+const char* selected(const FakeDeviceList& l) {
+  const rdma::IbverbsTable v = FakeDeviceList::verbs();
+  auto d = select_mana_device(v, l.list, "eth1");
+  EXPECT_EQ(FakeDeviceList::opened, FakeDeviceList::closed) << "every device opened to query is closed";
+  if (!d) return nullptr;
+  return d.value()->name;
+}
+
+TEST(ManaDeviceSelection, KernelBeforeTheSplitReportsPartZeroForItsOnlyDevice) {
+  FakeDeviceList l({{"mana_0", 0, 0}});
+  EXPECT_STREQ(selected(l), "mana_0");
+}
+
+TEST(ManaDeviceSelection, SplitKernelRcFunctionListedFirstIsSkipped) {
+  FakeDeviceList l({{"mana_0", 3, 0}, {"manae_0", 2, kRawCaps}});
+  EXPECT_STREQ(selected(l), "manae_0");
+  EXPECT_EQ(FakeDeviceList::opened, 2);
+}
+
+TEST(ManaDeviceSelection, SplitKernelEthernetFunctionListedFirstIsTaken) {
+  FakeDeviceList l({{"manae_0", 2, kRawCaps}, {"mana_0", 3, 0}});
+  EXPECT_STREQ(selected(l), "manae_0");
+  EXPECT_EQ(FakeDeviceList::opened, 1) << "the walk stops at the first Ethernet function";
+}
+
+TEST(ManaDeviceSelection, EthernetPartWithoutRawPacketCapabilityIsSkipped) {
+  FakeDeviceList l({{"manae_0", 2, 0}, {"mana_0", 3, 0}});
+  const rdma::IbverbsTable v = FakeDeviceList::verbs();
+  auto d = select_mana_device(v, l.list, "eth1");
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.message().find("manae_0: no raw-packet capability"), std::string::npos) << d.message();
+  EXPECT_NE(d.message().find("mana_0: vendor_part_id 3 (the RC function"), std::string::npos) << d.message();
+  EXPECT_NE(d.message().find("ibv_devinfo -v"), std::string::npos) << d.message();
+  EXPECT_EQ(FakeDeviceList::opened, FakeDeviceList::closed);
+}
+
+TEST(ManaDeviceSelection, UnknownPartIsSkipped) {
+  FakeDeviceList l({{"odd_0", 7, kRawCaps}, {"mana_1", 0, 0}});
+  EXPECT_STREQ(selected(l), "mana_1");
+}
+
+TEST(ManaControl, PartZeroPassesTheBringUpCheck) {
+  auto pool = test::make_pool(1024);
+  Fake::reset();
+  Fake::vendor_part = 0;
+  Fake::qp_errno = EBUSY;
+  Status s = open_with_fakes(pool.get());
+  EXPECT_NE(s.message().find("vPort is in use"), std::string::npos) << s.message();
+  EXPECT_EQ(Fake::created, Fake::destroyed);
+}
+
 TEST(ManaControl, MissingLibmanaSaysWhatToInstall) {
   auto t = load_mana("libmana-not-here.so.1");
   ASSERT_FALSE(t);
@@ -214,8 +322,63 @@ TEST(ManaControl, NoRdmaInTheKernel) {
   EXPECT_NE(r.message().find("mana_ib"), std::string::npos) << r.message();
 }
 
+TEST(ManaControl, RingSizesBelowDpdksMinimumAreRefused) {
+  for (const char* driver : {"mana", "mana-model"}) {
+    for (const char* key : {"rx_ring_size", "tx_ring_size"}) {
+      auto doc = ConfigSection::parse_string(
+          fmt::format("[p]\n{}\n{} = 32\n", std::string(driver) == "mana" ? "interface = \"eth1\"" : "frames = 1",
+                      key),
+          "r.toml");
+      ASSERT_TRUE(doc) << doc.message();
+      auto p = doc->table("p");
+      ASSERT_TRUE(p);
+      auto spec = (std::string(driver) == "mana" ? kManaDriver : kManaModelDriver).parse(*p);
+      ASSERT_FALSE(spec) << driver << " " << key;
+      EXPECT_NE(spec.message().find("r.toml:3"), std::string::npos) << spec.message();
+      EXPECT_NE(spec.message().find(key), std::string::npos) << spec.message();
+      EXPECT_NE(spec.message().find("at least 64 descriptors"), std::string::npos) << spec.message();
+    }
+    auto ok = ConfigSection::parse_string(
+        fmt::format("[p]\n{}\nrx_ring_size = 64\ntx_ring_size = 128\n",
+                    std::string(driver) == "mana" ? "interface = \"eth1\"" : "frames = 1"),
+        "r.toml");
+    auto p = ok->table("p");
+    auto spec = (std::string(driver) == "mana" ? kManaDriver : kManaModelDriver).parse(*p);
+    EXPECT_TRUE(spec) << spec.message();
+  }
+}
+
+TEST(ManaControl, BringUpRefusesRingsBelowTheMinimum) {
+  auto pool = test::make_pool(1024);
+  Fake::reset();
+  const rdma::IbverbsTable verbs = Fake::verbs();
+  const ManaTable mana = Fake::mana();
+  ManaSpec spec;
+  PortEnv env = env_for(pool.get());
+  env.rx_ring_size = 32;
+  auto port = open_mana_on_device(env, spec, ManaApi{&verbs, &mana}, nullptr, 2, "eth9");
+  ASSERT_FALSE(port);
+  EXPECT_NE(port.message().find("at least 64 descriptors"), std::string::npos) << port.message();
+  EXPECT_EQ(Fake::created, Fake::destroyed);
+}
+
+TEST(ManaControl, RssL3IsRefusedOnHardwareWhereManaIbIgnoresTheFieldMask) {
+  auto doc = ConfigSection::parse_string("[p]\ninterface = \"eth1\"\nrss = \"l3\"\n", "h.toml");
+  ASSERT_TRUE(doc) << doc.message();
+  auto hw = doc->table("p");
+  ASSERT_TRUE(hw);
+  auto spec = kManaDriver.parse(*hw);
+  ASSERT_FALSE(spec);
+  EXPECT_NE(spec.message().find("h.toml:3"), std::string::npos) << spec.message();
+  EXPECT_NE(spec.message().find("no effect on MANA hardware"), std::string::npos) << spec.message();
+  auto model = ConfigSection::parse_string("[p]\nframes = 1\nrss = \"l3\"\n", "m.toml");
+  auto mt = model->table("p");
+  ASSERT_TRUE(mt);
+  EXPECT_TRUE(kManaModelDriver.parse(*mt)) << "the model keeps l3 for experiments";
+}
+
 TEST(ManaControl, ConfigKeys) {
-  auto doc = ConfigSection::parse_string("[p]\ninterface = \"eth1\"\nrss = \"l3\"\nrss_key = \"zz\"\n", "t.toml");
+  auto doc = ConfigSection::parse_string("[p]\ninterface = \"eth1\"\nrss = \"l4\"\nrss_key = \"zz\"\n", "t.toml");
   ASSERT_TRUE(doc) << doc.message();
   auto p = doc->table("p");
   ASSERT_TRUE(p);

@@ -256,6 +256,54 @@ TEST(ManaDatapath, TxErrorCqesAreCountedByTypeAndRetireTheirWqes) {
   EXPECT_EQ(h.pool->available(), h.pool->count());
 }
 
+// tx_wqe_offset is in 32-byte units. An error CQE for WQE 3 of a suppressed burst of 8, while the
+// NIC still holds WQEs 4..7, retires exactly 0..3 and frees none of the buffers 4..7 point at.
+// Run after the ring has wrapped so the offset is checked modulo the ring, not as an index.
+TEST(ManaDatapath, TxErrorMidBurstRetiresUpToItsWqeOffsetAndNoFurther) {
+  HarnessConfig c;
+  c.tx_wqes = 16;
+  c.tx_cq = 16;
+  Harness h(c);
+  for (int round = 0; round < 20; ++round) {
+    auto v = tx_packets(h, 7);
+    ASSERT_EQ(h.tx_burst(v.data(), 7), 7);
+    ASSERT_EQ(tx_reap(h.tx), 7u);
+  }
+  ASSERT_GT(h.tx.sq.head, h.tx.sq.capacity_bu()) << "the ring must have wrapped";
+  const std::size_t free_before = h.pool->available();
+  auto v = tx_packets(h, 8);
+  h.model.hold_tx(h.sq_id, 4);
+  h.model.fail_next_tx(h.sq_id, 1, kCqeTxMtuDrop, 3);
+  ASSERT_EQ(h.tx_burst(v.data(), 8), 8);
+  EXPECT_EQ(h.model.stats(h.sq_id).tx_errors, 1u);
+  EXPECT_EQ(tx_reap(h.tx), 4u) << "the error CQE names WQE 3: WQEs 0..3 retire, 4..7 stay with the NIC";
+  EXPECT_EQ(h.tx.outstanding(), 4u);
+  EXPECT_EQ(h.tx.counters.errors.load(), 1u);
+  EXPECT_EQ(h.pool->available(), free_before - 4) << "buffers of WQEs the NIC has not read stay out of the pool";
+  for (int i = 4; i < 8; ++i) EXPECT_EQ(h.tx.bufs[(h.tx.desc_tail + i - 4) & h.tx.bufs_mask], v[i]);
+  h.model.release_tx(h.sq_id);
+  EXPECT_EQ(tx_reap(h.tx), 4u);
+  EXPECT_EQ(h.tx.outstanding(), 0u);
+  EXPECT_EQ(h.pool->available(), free_before);
+  EXPECT_TRUE(h.model.violations(h.sq_id).empty());
+  h.release();
+  EXPECT_EQ(h.pool->available(), h.pool->count());
+}
+
+TEST(ManaDatapath, TxCompletionOffsetCountsBasicUnits) {
+  // The model's error CQE for the WQE at BU 5 carries 5, not 160.
+  Harness h;
+  auto v = tx_packets(h, 6);
+  h.model.hold_tx(h.sq_id, 6);
+  h.model.fail_next_tx(h.sq_id, 1, kCqeTxSaDrop, 5);
+  ASSERT_EQ(h.tx_burst(v.data(), 6), 6);
+  const auto* e = reinterpret_cast<const Cqe*>(h.tx.cq.buf);
+  const auto* oob = reinterpret_cast<const TxCompOob*>(e->client);
+  EXPECT_EQ(tx_comp_wqe_offset(oob->offsets), 5u);
+  EXPECT_EQ(tx_reap(h.tx), 6u);
+  h.release();
+}
+
 TEST(ManaDatapath, TxErrorOnTheLastWqeRetiresTheSilentRunBeforeIt) {
   Harness h;
   auto v = tx_packets(h, 4);

@@ -56,6 +56,22 @@ TEST(Mlx5Golden, SendWqeWithInlineHeaderMatchesRdmaCoreHelpers) {
   EXPECT_EQ(bytes(wqe + 48, 16), bytes(ref + 48, 16));
 }
 
+// L3 inline mode: 58 header bytes inline (2 in the eth segment, 56 after it, padded to 64), so
+// ctrl + 5 eth DS + 1 data DS = 7 DS in two WQEBBs; the data segment starts at byte 96.
+TEST(Mlx5Golden, SendWqeWithAnL3InlineHeaderSpansTwoWqebbs) {
+  TxFixture f;
+  alignas(64) std::uint8_t wqe[128];
+  std::memset(wqe, 0xee, sizeof(wqe));
+  build_send_wqe(wqe, 7, 0x42, 0x5566, kInlineL3, false, f.m);
+  EXPECT_EQ(bytes(wqe + 4, 4), (std::vector<std::uint8_t>{0x00, 0x00, 0x42, 0x07})) << "qpn 0x42, ds 7";
+  EXPECT_EQ(bytes(wqe + 16 + 12, 2), (std::vector<std::uint8_t>{0x00, 58})) << "inline_hdr_sz";
+  EXPECT_EQ(bytes(wqe + 30, 58), std::vector<std::uint8_t>(f.frame.begin(), f.frame.begin() + 58));
+  alignas(16) std::uint8_t ref[16];
+  mlx5dv_set_data_seg(reinterpret_cast<mlx5_wqe_data_seg*>(ref), static_cast<std::uint32_t>(f.frame.size() - 58), 0x5566,
+                      reinterpret_cast<std::uintptr_t>(f.m->data() + 58));
+  EXPECT_EQ(bytes(wqe + 96, 16), bytes(ref, 16));
+}
+
 TEST(Mlx5Golden, SendWqeWithoutInlineHeaderIsThreeDs) {
   TxFixture f;
   f.m->tx_flags = tx_flag::kL3Csum | tx_flag::kL4Csum;
@@ -219,6 +235,40 @@ TEST(Mlx5Golden, TransmitCompletionAndDoorbellRecord) {
   EXPECT_EQ(bytes(&c->wqe_counter, 2), (std::vector<std::uint8_t>{0, 1})) << "the second WQE asked for a completion";
   EXPECT_EQ(h.dev.counters().tx_cqes, 1u);
   EXPECT_EQ(h.dev.counters().uar_writes, 1u);
+}
+
+// What the model rejects as a NIC would: a send WQE whose DS count cannot hold the eth segment
+// with its 18-byte inline header, and doorbell records that go backwards.
+TEST(Mlx5Golden, ModelRejectsAShortDsCountAndBackwardRecords) {
+  Harness h(64);
+  h.make_tx(model::SqOptions{.wqe_cnt = 16, .cqe_cnt = 16}, 1);
+  Mbuf* m = h.pool->alloc();
+  const auto f = seq_frame(1);
+  std::memcpy(m->data(), f.data(), f.size());
+  m->data_len = static_cast<std::uint32_t>(f.size());
+  build_send_wqe(h.txq->sq.buf, 0, h.txq->sq.qpn, h.txq->lkey, 18, true, m);
+  auto* ctrl = reinterpret_cast<mlx5_wqe_ctrl_seg*>(h.txq->sq.buf);
+  ctrl->qpn_ds = be32(h.txq->sq.qpn << 8 | 2);  // ctrl + half of the eth segment
+  std::atomic_ref<std::uint32_t>(h.txq->sq.dbrec[0]).store(be32(1), std::memory_order_release);
+  h.dev.process_tx();
+  auto* c = reinterpret_cast<mlx5_cqe64*>(h.txq->cq.buf);
+  EXPECT_EQ(mlx5dv_get_cqe_opcode(c), MLX5_CQE_REQ_ERR);
+  EXPECT_EQ(reinterpret_cast<mlx5_err_cqe*>(c)->syndrome, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+  EXPECT_EQ(h.dev.counters().tx_frames, 0u);
+  EXPECT_TRUE(h.dev.reset_sq(0));
+  // A send record moved backwards (the model consumed 0; the record says 0xfff0).
+  std::atomic_ref<std::uint32_t>(h.txq->sq.dbrec[0]).store(be32(0xfff0), std::memory_order_release);
+  h.dev.process_tx();
+  EXPECT_EQ(h.dev.counters().record_errors, 1u);
+  EXPECT_EQ(h.dev.counters().tx_error_cqes, 2u);
+  mbuf_free(m);
+
+  h.make_rx(model::RqOptions{.wqe_cnt = 8, .cqe_cnt = 8});
+  std::atomic_ref<std::uint32_t>(*h.rxq->rq.dbrec).store(be32(0xfffc), std::memory_order_release);
+  EXPECT_EQ(h.dev.receive(seq_frame(2)), model::Device::Rx::kNoWqe);
+  EXPECT_EQ(h.dev.counters().record_errors, 2u);
+  std::atomic_ref<std::uint32_t>(*h.rxq->rq.dbrec).store(be32(8), std::memory_order_release);
+  EXPECT_EQ(h.dev.receive(seq_frame(3)), model::Device::Rx::kDelivered);
 }
 
 }  // namespace

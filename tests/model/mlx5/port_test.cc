@@ -113,6 +113,68 @@ inject_flows = 64
   EXPECT_EQ(pool->available(), pool->count()) << "stop returns every buffer";
 }
 
+// The wire does not stop when the port does. stop() must take the flow rules away and the queues
+// out of RDY before the buffers posted in them go back to the pool; otherwise the NIC may write
+// the next frames into buffers the pool has handed to someone else. The model flags every WQE
+// still posted in a ready RQ whose buffer the driver no longer holds when the queue is stopped.
+TEST(Mlx5ModelPort, StopTakesRulesAndQueuesAwayBeforeFreeingPostedBuffers) {
+  auto spec = parse("mlx5-model", "inject_count = 100000000\ninject_rate_pps = 100000\ninject_dst = \"10.0.0.2:5000\"\n");
+  ASSERT_TRUE(spec) << spec.message();
+  auto pool = make_pool(2048);
+  PortEnv env;
+  env.name = "m2";
+  env.rx_ring_size = 256;
+  env.tx_ring_size = 64;
+  env.pool = pool.get();
+  auto port = spec.value()->open(env);
+  ASSERT_TRUE(port) << port.message();
+  Port& p = *port.value();
+  ASSERT_TRUE(p.update_steering(rules({{"udp dst 10.0.0.2:5000", 1}})).is_ok());
+  ASSERT_TRUE(p.start().is_ok());
+  EXPECT_GE(drain(p, 1, 500, false).received, 500u);
+  p.stop();
+  EXPECT_EQ(pool->available(), pool->count()) << "stop returns every buffer";
+  const std::uint64_t at_stop = p.stats().extended.at("model_frames_injected");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (p.stats().extended.at("model_frames_injected") < at_stop + 300 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const PortStats s = p.stats();
+  EXPECT_GE(s.extended.at("model_frames_injected"), at_stop + 300) << "the wire kept carrying frames after stop";
+  EXPECT_EQ(s.extended.at("model_dma_into_freed_buffer"), 0u) << "no frame was written into a freed buffer";
+  EXPECT_GT(s.extended.at("model_rx_to_kernel"), 0u) << "with the rules gone, the kernel gets the frames";
+  EXPECT_EQ(s.extended.at("flow_rules"), 0u);
+  EXPECT_FALSE(p.start()) << "a stopped port is not restarted";
+  EXPECT_EQ(pool->available(), pool->count());
+}
+
+// A device in the TCP/UDP inline mode (78 bytes): tx_inline = "l4" by name, echoed frames leave
+// through two-WQEBB WQEs and the model, which requires 78 inline bytes, rejects none.
+TEST(Mlx5ModelPort, L4InlineModeEndToEnd) {
+  auto spec = parse("mlx5-model", "inject_count = 3000\ninject_dst = \"10.0.0.2:5000\"\nmodel_min_inline = \"78\"\n"
+                                  "tx_inline = \"l4\"\n");
+  ASSERT_TRUE(spec) << spec.message();
+  auto pool = make_pool(2048);
+  PortEnv env;
+  env.name = "m4";
+  env.rx_ring_size = 256;
+  env.tx_ring_size = 64;
+  env.pool = pool.get();
+  auto port = spec.value()->open(env);
+  ASSERT_TRUE(port) << port.message();
+  Port& p = *port.value();
+  EXPECT_NE(p.path_report().find("78 inline header bytes"), std::string::npos) << p.path_report();
+  ASSERT_TRUE(p.update_steering(rules({{"udp dst 10.0.0.2:5000", 1}})).is_ok());
+  ASSERT_TRUE(p.start().is_ok());
+  EXPECT_EQ(drain(p, 1, 3000, true).received, 3000u);
+  p.stop();
+  const PortStats s = p.stats();
+  EXPECT_EQ(s.tx_queues[0].tx_errors, 0u);
+  EXPECT_GT(s.tx_queues[0].tx_packets, 0u);
+  EXPECT_EQ(s.extended.at("tx_queue_resets"), 0u);
+  EXPECT_EQ(pool->available(), pool->count());
+  EXPECT_FALSE(parse("mlx5-model", "tx_inline = \"l5\"\n")) << "only the device inline modes";
+}
+
 TEST(Mlx5ModelPort, UnmatchedFramesStayWithTheKernelAndRulesFollowUpdates) {
   auto spec = parse("mlx5-model", "inject_count = 5000\ninject_dst = \"10.0.0.2:6000\"\ncqe_compression = true\n");
   ASSERT_TRUE(spec) << spec.message();
