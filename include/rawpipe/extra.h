@@ -35,11 +35,17 @@
 extern "C" {
 #endif
 
-#define RAWPIPE_EXTRA_ABI_VERSION 1u
-/* Minor revisions of ABI version 1 (fields appended to rawpipe_api_t):
- *   0  the first table (create .. set_allocator)
- *   1  set_endpoint_offload (RAWPIPE_CAP_OFFLOAD) */
-#define RAWPIPE_EXTRA_ABI_MINOR 1u
+#define RAWPIPE_EXTRA_ABI_VERSION 2u
+/* ABI version 2 (version 1 had no users outside this tree, so nothing keeps it alive):
+ *  - every entry point checks its arguments: a NULL or unknown handle, an unknown endpoint, port
+ *    or queue, a NULL array or string give -1 (NULL) and count in rawpipe_api_counters, never a
+ *    crash; with a NULL or unknown handle, last_error(NULL) says why;
+ *  - ref_buff, free_buff, free_packets return a status and refuse a NULL, a pointer that is no
+ *    rawpipe buffer, a buffer already free (see free_buff);
+ *  - api_counters appended.
+ * Minor revisions of ABI version 2 (fields appended to rawpipe_api_t):
+ *   0  the table of version 2 */
+#define RAWPIPE_EXTRA_ABI_MINOR 0u
 
 /* Capability bits of rawpipe_api_t::caps. */
 #define RAWPIPE_CAP_FILTERS (1ull << 0)       /* endpoint_filter, queue_filter */
@@ -49,7 +55,7 @@ extern "C" {
 #define RAWPIPE_CAP_STATS (1ull << 4)         /* dump_fd_stats */
 #define RAWPIPE_CAP_PLUGINS (1ull << 5)       /* load_filter_plugin */
 #define RAWPIPE_CAP_ALLOCATOR (1ull << 6)     /* set_allocator */
-#define RAWPIPE_CAP_OFFLOAD (1ull << 7)       /* set_endpoint_offload (minor 1) */
+#define RAWPIPE_CAP_OFFLOAD (1ull << 7)       /* set_endpoint_offload */
 
 /* Filter verdicts. Any other value returned by a filter is counted as filter_invalid_verdict and
  * the packet is dropped. */
@@ -117,6 +123,20 @@ enum rawpipe_log_level { RAWPIPE_LOG_ERROR = 0, RAWPIPE_LOG_WARN = 1, RAWPIPE_LO
 
 typedef struct rawpipe_pipeline rawpipe_pipeline;
 
+/* Refused calls, process-wide since the library loaded. Versioned by size: set size to
+ * sizeof(struct rawpipe_api_counters) before the call; the library fills the fields it knows
+ * that fit and leaves the rest alone. */
+struct rawpipe_api_counters {
+  uint32_t size;
+  uint32_t reserved;
+  uint64_t bad_handle;         /* NULL or unknown rawpipe_pipeline handle */
+  uint64_t bad_argument;       /* unknown endpoint/port/queue/plugin, NULL array or string, bad flags */
+  uint64_t free_null;          /* free_buff / free_packets / ref_buff of NULL */
+  uint64_t free_foreign;       /* a pointer into no pool, into a header, or a header naming another pool */
+  uint64_t free_already_free;  /* a buffer in its pool, or freed already and on its way back */
+  uint64_t free_payload_mapped;/* a payload pointer, accepted and mapped to its buffer (not an error) */
+};
+
 typedef struct rawpipe_api {
   uint32_t abi_version;      /* RAWPIPE_EXTRA_ABI_VERSION of the library */
   uint32_t size;             /* sizeof(rawpipe_api_t) of the library */
@@ -143,16 +163,27 @@ typedef struct rawpipe_api {
    * packets it wrote to pkts (0: none waiting); free_packets returns them to their pools, through
    * the lcores that received them while the pipeline runs (one consumer thread per endpoint). recv
    * copies one packet's payload into buf (truncating, like recvfrom) and frees the buffer; it
-   * returns the bytes copied, 0 when none is waiting, -1 for a bad endpoint; src may be NULL. */
+   * returns the bytes copied, 0 when none is waiting, -1 for a bad endpoint; src may be NULL.
+   * free_packets checks each handle as free_buff does; it frees every good one and returns 0, or
+   * -1 when it refused any (last_error says which and why). p may be NULL (after destroy): the
+   * buffers then go straight to their pools. */
   int (*recvfrom_zcopy)(rawpipe_pipeline *p, uint16_t endpoint, struct rawpipe_packet *pkts, unsigned max);
-  void (*free_packets)(rawpipe_pipeline *p, const struct rawpipe_packet *pkts, unsigned n);
+  int (*free_packets)(rawpipe_pipeline *p, const struct rawpipe_packet *pkts, unsigned n);
   long (*recv)(rawpipe_pipeline *p, uint16_t endpoint, void *buf, size_t len, struct rawpipe_addr *src);
 
   /* Completions (RAWPIPE_CAP_COMPLETIONS): poll one endpoint or RAWPIPE_ANY_ENDPOINT. */
   int (*set_user_data)(rawpipe_pipeline *p, uint16_t endpoint, uint64_t user_data);
   int (*poll)(rawpipe_pipeline *p, uint16_t endpoint, struct rawpipe_completion *out, unsigned max);
-  void (*ref_buff)(void *handle);
-  void (*free_buff)(void *handle);
+  /* ref_buff adds a holder, free_buff drops one (the buffer returns to its pool at zero); from
+   * any thread. Both return 0, or -1 (last_error(NULL) says why, a counter in api_counters)
+   * without touching anything for: NULL; a pointer into no rawpipe pool, into a buffer's header
+   * or between buffers; a buffer already free (also one freed by another thread at the same
+   * time: one of the two frees wins). A pointer into a buffer's data (the payload iov_base, as
+   * VMA applications keep) is mapped to its buffer and accepted (counted as payload_mapped). A
+   * buffer freed and handed out again cannot be told from a live one: a late second free then
+   * frees the new holder's buffer, as with any allocator. */
+  int (*ref_buff)(void *handle);
+  int (*free_buff)(void *handle);
 
   /* Rules at run time (RAWPIPE_CAP_RULES): "ENDPOINT: RULE" in the grammar of docs/rules.md.
    * Returns the rule id (> 0) for remove_rule, or -1. */
@@ -186,6 +217,11 @@ typedef struct rawpipe_api {
    * the kernel stack receives that traffic; on other ports (synth, pcap, AF_PACKET, MANA) its
    * packets are dropped and counted as endpoint_offload_off. on = 1 restores it. Returns 0 or -1. */
   int (*set_endpoint_offload)(rawpipe_pipeline *p, uint16_t endpoint, int on);
+
+  /* Process-wide counts of calls the API refused (see struct rawpipe_api_counters); out->size
+   * must be set by the caller. Returns 0, or -1 for a NULL out or a size below the first
+   * fields. */
+  int (*api_counters)(struct rawpipe_api_counters *out);
 } rawpipe_api_t;
 
 /* Whether a table from rawpipe_get_api() has `field` (it may come from an older minor revision). */

@@ -3,9 +3,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <array>
+#include <atomic>
 #include <mutex>
 
 #include "pipeline/buf/audit.hh"
+#include "pipeline/buf/checked_free.hh"
 #include "pipeline/buf/pool.hh"
 #include "pipeline/filter/filter.hh"
 
@@ -19,15 +22,127 @@ LoadOptions g_load;  // guarded by g_load_mu
 PoolMemoryProvider g_alloc;  // guarded by g_load_mu
 std::uint32_t g_alloc_flags = 0;  // guarded by g_load_mu
 
+// Refused calls (rawpipe_api_counters). Relaxed: statistics.
+struct Misuse {
+  std::atomic<std::uint64_t> bad_handle{0}, bad_argument{0}, free_null{0}, free_foreign{0}, free_already_free{0},
+      free_payload_mapped{0};
+};
+Misuse g_misuse;
+
+void count(std::atomic<std::uint64_t>& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
+
+// Live handles. A pointer the application passes is looked up here before it is dereferenced, so
+// a NULL, destroyed or made-up handle is an error and not a crash. Lock-free: the receive calls
+// check their handle too, and a scan of the few slots ever used costs a few loads.
+constexpr unsigned kMaxHandles = 256;
+std::array<std::atomic<rawpipe_pipeline*>, kMaxHandles> g_handles{};
+std::atomic<unsigned> g_handles_high{0};
+std::mutex g_handles_mu;  // serialises add/remove (control path)
+
+bool handle_add(rawpipe_pipeline* h) {
+  std::lock_guard lock(g_handles_mu);
+  for (unsigned i = 0; i < kMaxHandles; ++i) {
+    if (g_handles[i].load(std::memory_order_relaxed)) continue;
+    g_handles[i].store(h, std::memory_order_release);
+    if (g_handles_high.load(std::memory_order_relaxed) < i + 1) g_handles_high.store(i + 1, std::memory_order_release);
+    return true;
+  }
+  return false;
+}
+
+void handle_remove(rawpipe_pipeline* h) {
+  std::lock_guard lock(g_handles_mu);
+  for (unsigned i = 0; i < kMaxHandles; ++i)
+    if (g_handles[i].load(std::memory_order_relaxed) == h) g_handles[i].store(nullptr, std::memory_order_release);
+}
+
+bool handle_live(const rawpipe_pipeline* h) noexcept {
+  if (!h) return false;
+  const unsigned high = g_handles_high.load(std::memory_order_acquire);
+  for (unsigned i = 0; i < high; ++i)
+    if (g_handles[i].load(std::memory_order_acquire) == h) return true;
+  return false;
+}
+
+// The handle check every entry point starts with; the message goes where last_error(NULL) reads.
+bool check_handle(const rawpipe_pipeline* h, const char* call) {
+  if (handle_live(h)) return true;
+  count(g_misuse.bad_handle);
+  t_api_error = h ? fmt::format("{}: {} is not a live rawpipe_pipeline handle (destroyed, or never returned by "
+                                "create); nothing was done",
+                                call, static_cast<const void*>(h))
+                  : fmt::format("{}: the rawpipe_pipeline handle is NULL; pass the handle create() returned", call);
+  return false;
+}
+
 int fail(rawpipe_pipeline* h, const std::string& msg) {
   if (h) h->error = msg;
   return -1;
 }
 
+int bad_argument(rawpipe_pipeline* h, const std::string& msg) {
+  count(g_misuse.bad_argument);
+  return fail(h, msg);
+}
+
 bool endpoint_ok(rawpipe_pipeline* h, std::uint16_t ep) {
   if (ep < h->pipeline->endpoint_count()) return true;
-  h->error = fmt::format("endpoint id {} does not exist (there are {})", ep, h->pipeline->endpoint_count());
+  (void)bad_argument(h, fmt::format("endpoint id {} does not exist (there are {})", ep, h->pipeline->endpoint_count()));
   return false;
+}
+
+// The out-array check of the receive calls: NULL is fine only when nothing may be written.
+bool array_ok(rawpipe_pipeline* h, const void* array, unsigned max, const char* call) {
+  if (array || max == 0) return true;
+  (void)bad_argument(h, fmt::format("{}: the array is NULL but max is {}", call, max));
+  return false;
+}
+
+// Resolves an application pointer to a buffer and drops one reference, refusing what is not a
+// live buffer; the message goes to *error. Returns the buffer when the caller must free it (it
+// dropped the last reference), else null.
+enum class Checked { kFree, kKept, kRefused };
+Checked check_and_drop(const void* p, Mbuf** out, std::string* error) {
+  Mbuf* m = nullptr;
+  switch (resolve_buffer(p, &m)) {
+    case BufferCheck::kOk:
+      break;
+    case BufferCheck::kPayload:
+      count(g_misuse.free_payload_mapped);
+      break;
+    case BufferCheck::kNull:
+      count(g_misuse.free_null);
+      *error = "the buffer handle is NULL";
+      return Checked::kRefused;
+    case BufferCheck::kForeign:
+      count(g_misuse.free_foreign);
+      *error = fmt::format("{} is no rawpipe buffer (it lies in no pool); pass rawpipe_packet.handle", p);
+      return Checked::kRefused;
+    case BufferCheck::kInsideHeader:
+      count(g_misuse.free_foreign);
+      *error = fmt::format("{} points into a buffer's header or between buffers, not at a buffer or its data; pass "
+                           "rawpipe_packet.handle",
+                           p);
+      return Checked::kRefused;
+    case BufferCheck::kBadHeader:
+      count(g_misuse.free_foreign);
+      *error = fmt::format("{} is where a buffer should start, but its header names another pool (overwritten?)", p);
+      return Checked::kRefused;
+  }
+  switch (drop_reference_checked(m)) {
+    case DropResult::kNotLast:
+      return Checked::kKept;
+    case DropResult::kLast:
+      *out = m;
+      return Checked::kFree;
+    case DropResult::kAlreadyFree:
+    case DropResult::kReleased:
+      count(g_misuse.free_already_free);
+      *error = fmt::format("buffer {} of pool '{}' is already free (a second free of the same packet)",
+                           m->index, m->pool->name());
+      return Checked::kRefused;
+  }
+  return Checked::kRefused;
 }
 
 rawpipe_pipeline* api_create(const char* file) {
@@ -59,22 +174,26 @@ rawpipe_pipeline* api_create(const char* file) {
     return nullptr;
   }
   rawpipe_pipeline* h = extra_wrap(*p.value());
+  if (!h) return nullptr;
   h->owned = std::move(p).value();
   return h;
 }
 
 int api_start(rawpipe_pipeline* h) {
+  if (!check_handle(h, "start")) return -1;
   Status s = h->pipeline->start();
   return s ? 0 : fail(h, s.message());
 }
 
 int api_stop(rawpipe_pipeline* h) {
+  if (!check_handle(h, "stop")) return -1;
   Status s = h->pipeline->stop();
   return s ? 0 : fail(h, s.message());
 }
 
-void api_destroy(rawpipe_pipeline* h) {
-  if (!h) return;
+int api_destroy(rawpipe_pipeline* h) {
+  if (!check_handle(h, "destroy")) return -1;
+  handle_remove(h);
   // Plugins' callbacks may run on lcores until they stop; their code and state go away below.
   if (h->owned || (!h->plugins.empty() && h->pipeline->running())) (void)h->pipeline->stop();
   Pipeline& p = *h->pipeline;
@@ -85,29 +204,41 @@ void api_destroy(rawpipe_pipeline* h) {
   }
   h->plugins.clear();
   delete h;
+  return 0;
 }
 
-const char* api_last_error(const rawpipe_pipeline* h) { return h ? h->error.c_str() : t_api_error.c_str(); }
+const char* api_last_error(const rawpipe_pipeline* h) {
+  return h && handle_live(h) ? h->error.c_str() : t_api_error.c_str();
+}
 
 int api_endpoint_id(const rawpipe_pipeline* h, const char* name) {
-  auto id = h->pipeline->endpoint_id(name ? name : "");
-  return id ? *id : -1;
+  if (!check_handle(h, "endpoint_id")) return -1;
+  auto* mh = const_cast<rawpipe_pipeline*>(h);
+  if (!name) return bad_argument(mh, "endpoint_id: the name is NULL");
+  auto id = h->pipeline->endpoint_id(name);
+  if (!id) return fail(mh, fmt::format("endpoint_id: no endpoint named '{}'", name));
+  return *id;
 }
 
 int api_endpoint_filter(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_filter_fn fn, rawpipe_filter_burst_fn burst,
                         void* ctx) {
+  if (!check_handle(h, "endpoint_filter")) return -1;
+  if (!endpoint_ok(h, ep)) return -1;
+  if (fn && burst) return bad_argument(h, "endpoint_filter: give a per-packet callback or a burst callback, not both");
   Status s = h->pipeline->filters().set_endpoint_filter(ep, {fn, burst, ctx});
   return s ? 0 : fail(h, s.message());
 }
 
 int api_queue_filter(rawpipe_pipeline* h, std::uint16_t port, std::uint16_t queue, rawpipe_filter_fn fn,
                      rawpipe_filter_burst_fn burst, void* ctx) {
+  if (!check_handle(h, "queue_filter")) return -1;
   Status s = h->pipeline->filters().set_queue_filter(port, queue, {fn, burst, ctx});
-  return s ? 0 : fail(h, s.message());
+  return s ? 0 : bad_argument(h, s.message());
 }
 
 int api_recvfrom_zcopy(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_packet* out, unsigned max) {
-  if (!endpoint_ok(h, ep)) return -1;
+  if (!check_handle(h, "recvfrom_zcopy")) return -1;
+  if (!endpoint_ok(h, ep) || !array_ok(h, out, max, "recvfrom_zcopy")) return -1;
   Mbuf* got[kMaxBurst];
   unsigned total = 0;
   while (total < max) {
@@ -123,10 +254,22 @@ int api_recvfrom_zcopy(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_packet* ou
 
 // Like XLIO's free_packets, the buffers go back through the ring they came from: runs of one
 // endpoint are released to the lcores that queued them (Pipeline::endpoint_release), which free
-// them where their headers are cached.
-void api_free_packets(rawpipe_pipeline* h, const rawpipe_packet* pkts, unsigned n) {
+// them where their headers are cached. Each handle is checked first (checked_free.hh): what
+// reaches the lcore is a buffer whose last reference this call dropped, so a second free of it,
+// before or after the lcore returned it to its pool, is refused here.
+int api_free_packets(rawpipe_pipeline* h, const rawpipe_packet* pkts, unsigned n) {
+  if (h && !check_handle(h, "free_packets")) return -1;
+  if (!pkts && n) {
+    count(g_misuse.bad_argument);
+    const std::string msg = fmt::format("free_packets: the packet array is NULL but n is {}", n);
+    if (h) h->error = msg;
+    t_api_error = msg;
+    return -1;
+  }
   Mbuf* batch[kMaxBurst];
   unsigned k = 0;
+  unsigned refused = 0;
+  std::string first_error;
   std::uint16_t run_endpoint = 0;
   auto flush = [&] {
     if (h)
@@ -136,15 +279,31 @@ void api_free_packets(rawpipe_pipeline* h, const rawpipe_packet* pkts, unsigned 
     k = 0;
   };
   for (unsigned i = 0; i < n; ++i) {
+    Mbuf* m = nullptr;
+    std::string error;
+    const Checked c = check_and_drop(pkts[i].handle, &m, &error);
+    if (c == Checked::kRefused) {
+      if (refused++ == 0) first_error = fmt::format("free_packets: packet {}: {}", i, error);
+      continue;
+    }
+    if (c == Checked::kKept) continue;
     if (k == kMaxBurst || (k && pkts[i].endpoint != run_endpoint)) flush();
     run_endpoint = pkts[i].endpoint;
-    batch[k++] = static_cast<Mbuf*>(pkts[i].handle);
+    batch[k++] = m;
   }
   if (k) flush();
+  if (!refused) return 0;
+  const std::string msg =
+      refused == 1 ? first_error : fmt::format("{} (and {} more refused; the others were freed)", first_error, refused - 1);
+  if (h) h->error = msg;
+  t_api_error = msg;
+  return -1;
 }
 
 long api_recv(rawpipe_pipeline* h, std::uint16_t ep, void* buf, std::size_t len, rawpipe_addr* src) {
+  if (!check_handle(h, "recv")) return -1;
   if (!endpoint_ok(h, ep)) return -1;
+  if (!buf && len) return bad_argument(h, fmt::format("recv: buf is NULL but len is {}", len));
   Mbuf* m;
   if (h->pipeline->endpoint_receive(ep, &m, 1) == 0) return 0;
   audit_handout(&m, 1, AuditOwner::kApp, ep, AuditSite::kRecv);
@@ -158,12 +317,15 @@ long api_recv(rawpipe_pipeline* h, std::uint16_t ep, void* buf, std::size_t len,
 }
 
 int api_set_user_data(rawpipe_pipeline* h, std::uint16_t ep, std::uint64_t v) {
+  if (!check_handle(h, "set_user_data")) return -1;
   if (!endpoint_ok(h, ep)) return -1;
   h->user_data[ep] = v;
   return 0;
 }
 
 int api_poll(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_completion* out, unsigned max) {
+  if (!check_handle(h, "poll")) return -1;
+  if (!array_ok(h, out, max, "poll")) return -1;
   Pipeline& p = *h->pipeline;
   const std::uint16_t n_ep = static_cast<std::uint16_t>(p.endpoint_count());
   Mbuf* got[kMaxBurst];
@@ -192,18 +354,58 @@ int api_poll(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_completion* out, uns
   return static_cast<int>(total);
 }
 
-void api_ref_buff(void* handle) { mbuf_ref(static_cast<Mbuf*>(handle)); }
-void api_free_buff(void* handle) { mbuf_free(static_cast<Mbuf*>(handle)); }
+int api_ref_buff(void* handle) {
+  Mbuf* m = nullptr;
+  switch (resolve_buffer(handle, &m)) {
+    case BufferCheck::kOk:
+      break;
+    case BufferCheck::kPayload:
+      count(g_misuse.free_payload_mapped);
+      break;
+    case BufferCheck::kNull:
+      count(g_misuse.free_null);
+      t_api_error = "ref_buff: the buffer handle is NULL";
+      return -1;
+    default:
+      count(g_misuse.free_foreign);
+      t_api_error = fmt::format("ref_buff: {} is no rawpipe buffer; pass rawpipe_packet.handle", handle);
+      return -1;
+  }
+  if (add_reference_checked(m)) return 0;
+  count(g_misuse.free_already_free);
+  t_api_error = fmt::format("ref_buff: buffer {} of pool '{}' is free (or has {} holders already)", m->index,
+                            m->pool->name(), kRefReleased - 1);
+  return -1;
+}
+
+int api_free_buff(void* handle) {
+  Mbuf* m = nullptr;
+  std::string error;
+  switch (check_and_drop(handle, &m, &error)) {
+    case Checked::kFree:
+      mbuf_free(m);
+      return 0;
+    case Checked::kKept:
+      return 0;
+    case Checked::kRefused:
+      break;
+  }
+  t_api_error = "free_buff: " + error;
+  return -1;
+}
 
 long api_add_conf_rule(rawpipe_pipeline* h, const char* line) {
-  auto parsed = parse_conf_rule(*h->pipeline, line ? line : "");
-  if (!parsed) return fail(h, parsed.message());
+  if (!check_handle(h, "add_conf_rule")) return -1;
+  if (!line) return bad_argument(h, "add_conf_rule: the rule line is NULL");
+  auto parsed = parse_conf_rule(*h->pipeline, line);
+  if (!parsed) return bad_argument(h, parsed.message());
   auto id = h->pipeline->add_rule(parsed.value().first, parsed.value().second);
   if (!id) return fail(h, id.message());
   return static_cast<long>(id.value());
 }
 
 int api_remove_rule(rawpipe_pipeline* h, std::uint32_t id) {
+  if (!check_handle(h, "remove_rule")) return -1;
   Status s = h->pipeline->remove_rule(id);
   return s ? 0 : fail(h, s.message());
 }
@@ -221,6 +423,7 @@ int log_threshold() {
 constexpr const char* kActionNames[] = {"ring", "sink", "echo", "forward"};
 
 int api_dump_fd_stats(rawpipe_pipeline* h, std::uint16_t ep, int level) {
+  if (!check_handle(h, "dump_fd_stats")) return -1;
   Pipeline& p = *h->pipeline;
   if (ep != RAWPIPE_ANY_ENDPOINT && !endpoint_ok(h, ep)) return -1;
   if (level > log_threshold()) return 0;
@@ -246,6 +449,7 @@ int api_plugin_report(rawpipe_pipeline* h, int plugin, char* buf, std::size_t le
 
 int api_set_allocator(rawpipe_alloc_fn alloc, rawpipe_free_fn free_fn, void* ctx, std::uint32_t flags) {
   if (alloc && (!free_fn || flags == 0 || (flags & ~(RAWPIPE_ALLOC_RX | RAWPIPE_ALLOC_TX)))) {
+    count(g_misuse.bad_argument);
     t_api_error = "set_allocator: give alloc and free and flags made of RAWPIPE_ALLOC_RX / RAWPIPE_ALLOC_TX";
     return -1;
   }
@@ -256,8 +460,26 @@ int api_set_allocator(rawpipe_alloc_fn alloc, rawpipe_free_fn free_fn, void* ctx
 }
 
 int api_set_endpoint_offload(rawpipe_pipeline* h, std::uint16_t ep, int on) {
+  if (!check_handle(h, "set_endpoint_offload")) return -1;
+  if (!endpoint_ok(h, ep)) return -1;
   Status s = h->pipeline->set_endpoint_offload(ep, on != 0);
   return s ? 0 : fail(h, s.message());
+}
+
+int api_counters(rawpipe_api_counters* out) {
+  constexpr std::size_t kFirst = offsetof(rawpipe_api_counters, bad_handle);
+  if (!out || out->size < kFirst + sizeof(std::uint64_t)) {
+    count(g_misuse.bad_argument);
+    t_api_error = "api_counters: pass a struct rawpipe_api_counters with size = sizeof(struct rawpipe_api_counters)";
+    return -1;
+  }
+  const std::uint64_t values[] = {g_misuse.bad_handle.load(), g_misuse.bad_argument.load(),
+                                  g_misuse.free_null.load(), g_misuse.free_foreign.load(),
+                                  g_misuse.free_already_free.load(), g_misuse.free_payload_mapped.load()};
+  static_assert(sizeof(rawpipe_api_counters) == kFirst + sizeof values, "one value per field");
+  const std::size_t fit = std::min<std::size_t>((out->size - kFirst) / sizeof(std::uint64_t), std::size(values));
+  std::memcpy(reinterpret_cast<std::uint8_t*>(out) + kFirst, values, fit * sizeof(std::uint64_t));
+  return 0;
 }
 
 constexpr rawpipe_api_t kApi = {
@@ -287,12 +509,16 @@ constexpr rawpipe_api_t kApi = {
     &api_plugin_report,
     &api_set_allocator,
     &api_set_endpoint_offload,
+    &api_counters,
 };
 
 int api_load_filter_plugin(rawpipe_pipeline* h, const char* path, const char* attach, const char* const* keys,
                            const char* const* values, unsigned n) {
-  auto where = parse_filter_attach(*h->pipeline, attach ? attach : "");
-  if (!where) return fail(h, where.message());
+  if (!check_handle(h, "load_filter_plugin")) return -1;
+  if (!path || !attach) return bad_argument(h, "load_filter_plugin: path and attach must not be NULL");
+  if (n && (!keys || !values)) return bad_argument(h, fmt::format("load_filter_plugin: n is {} but keys or values is NULL", n));
+  auto where = parse_filter_attach(*h->pipeline, attach);
+  if (!where) return bad_argument(h, where.message());
   std::vector<std::pair<std::string, std::string>> config;
   for (unsigned i = 0; i < n; ++i) config.emplace_back(keys[i] ? keys[i] : "", values[i] ? values[i] : "");
   auto plugin = FilterPlugin::load(path ? path : "", &kApi, config);
@@ -307,6 +533,8 @@ int api_load_filter_plugin(rawpipe_pipeline* h, const char* path, const char* at
 }
 
 int api_plugin_report(rawpipe_pipeline* h, int plugin, char* buf, std::size_t len) {
+  if (!check_handle(h, "plugin_report")) return -1;
+  if (!buf && len) return bad_argument(h, fmt::format("plugin_report: buf is NULL but len is {}", len));
   if (plugin < 0 || static_cast<std::size_t>(plugin) >= h->plugins.size())
     return fail(h, fmt::format("plugin {} was not loaded (there are {})", plugin, h->plugins.size()));
   std::string r = h->plugins[static_cast<std::size_t>(plugin)]->report();
@@ -330,6 +558,11 @@ rawpipe_pipeline* extra_wrap(Pipeline& pipeline) {
   auto* h = new rawpipe_pipeline;
   h->pipeline = &pipeline;
   h->user_data.assign(pipeline.endpoint_count(), 0);
+  if (!handle_add(h)) {
+    t_api_error = fmt::format("more than {} Extra API handles are alive; destroy some first", kMaxHandles);
+    delete h;
+    return nullptr;
+  }
   return h;
 }
 
