@@ -42,7 +42,10 @@ extern "C" {
  *    crash; with a NULL or unknown handle, last_error(NULL) says why;
  *  - ref_buff, free_buff, free_packets return a status and refuse a NULL, a pointer that is no
  *    rawpipe buffer, a buffer already free (see free_buff);
- *  - api_counters appended.
+ *  - api_counters appended;
+ *  - the values of VMA and XLIO: verdicts DROP = 0, RECV = 1, HOLD = 2 (were RECV = 0, DROP = 1);
+ *    allocator flags TX = 1 << 0, RX = 1 << 1, TX_ZC = 1 << 2 (were RX = 1 << 0, TX = 1 << 1).
+ *    RAWPIPE_FILTER_PLUGIN_ABI_VERSION is 2 for the same reason.
  * Minor revisions of ABI version 2 (fields appended to rawpipe_api_t):
  *   0  the table of version 2 */
 #define RAWPIPE_EXTRA_ABI_MINOR 0u
@@ -57,9 +60,11 @@ extern "C" {
 #define RAWPIPE_CAP_ALLOCATOR (1ull << 6)     /* set_allocator */
 #define RAWPIPE_CAP_OFFLOAD (1ull << 7)       /* set_endpoint_offload */
 
-/* Filter verdicts. Any other value returned by a filter is counted as filter_invalid_verdict and
- * the packet is dropped. */
-enum rawpipe_verdict { RAWPIPE_RECV = 0, RAWPIPE_DROP = 1, RAWPIPE_HOLD = 2 };
+/* Filter verdicts, with the values of VMA's vma_recv_callback_retval_t (VMA_PACKET_DROP = 0,
+ * VMA_PACKET_RECV = 1, VMA_PACKET_HOLD = 2), so a ported callback that returns VMA's enum or a
+ * literal keeps its meaning (version 1 had RECV = 0, DROP = 1). Any other value returned by a
+ * filter is counted as filter_invalid_verdict and the packet is dropped. */
+enum rawpipe_verdict { RAWPIPE_DROP = 0, RAWPIPE_RECV = 1, RAWPIPE_HOLD = 2 };
 
 /* An address as received: family 4 or 6 (0 when the packet has no IP header); IPv4 in the first
  * 4 bytes of addr, network byte order; port in host byte order (0 without UDP/TCP). */
@@ -110,11 +115,14 @@ typedef void (*rawpipe_filter_burst_fn)(const struct rawpipe_packet *pkts, int *
 /* Memory for pool regions. alloc must return 4 KiB-aligned memory or NULL. */
 typedef void *(*rawpipe_alloc_fn)(size_t bytes, void *ctx);
 typedef void (*rawpipe_free_fn)(void *addr, void *ctx);
-/* Which pools use it: RX = pools some port receives into (their buffers are also what echo and
- * forward transmit); TX = pools no port receives into (buffers the application allocates to
- * send). */
-#define RAWPIPE_ALLOC_RX (1u << 0)
-#define RAWPIPE_ALLOC_TX (1u << 1)
+/* Which pools use it, with the values of XLIO's IOCTL_USER_ALLOC_TX / _RX / _TX_ZC (version 1 had
+ * RX = 1 << 0, TX = 1 << 1): RX = pools some port receives into (their buffers are also what echo
+ * and forward transmit); TX = pools no port receives into (buffers the application allocates to
+ * send). rawpipe transmits every buffer without a copy, so TX_ZC selects the same pools as TX;
+ * either bit is enough. */
+#define RAWPIPE_ALLOC_TX (1u << 0)
+#define RAWPIPE_ALLOC_RX (1u << 1)
+#define RAWPIPE_ALLOC_TX_ZC (1u << 2)
 
 #define RAWPIPE_ANY_ENDPOINT 0xffffu
 

@@ -165,7 +165,7 @@ rawpipe_pipeline* api_create(const char* file) {
     for (PoolPlan& pool : plan.pools) {
       bool rx = false;
       for (const PortPlan& port : plan.ports) rx |= port.pool == pool.config.name;
-      if (alloc_flags & (rx ? RAWPIPE_ALLOC_RX : RAWPIPE_ALLOC_TX)) pool.config.provider = alloc;
+      if (alloc_flags & (rx ? RAWPIPE_ALLOC_RX : (RAWPIPE_ALLOC_TX | RAWPIPE_ALLOC_TX_ZC))) pool.config.provider = alloc;
     }
   }
   auto p = Pipeline::create(plan);
@@ -448,9 +448,11 @@ int api_load_filter_plugin(rawpipe_pipeline* h, const char* path, const char* at
 int api_plugin_report(rawpipe_pipeline* h, int plugin, char* buf, std::size_t len);
 
 int api_set_allocator(rawpipe_alloc_fn alloc, rawpipe_free_fn free_fn, void* ctx, std::uint32_t flags) {
-  if (alloc && (!free_fn || flags == 0 || (flags & ~(RAWPIPE_ALLOC_RX | RAWPIPE_ALLOC_TX)))) {
+  if (alloc && (!free_fn || flags == 0 || (flags & ~(RAWPIPE_ALLOC_RX | RAWPIPE_ALLOC_TX | RAWPIPE_ALLOC_TX_ZC)))) {
     count(g_misuse.bad_argument);
-    t_api_error = "set_allocator: give alloc and free and flags made of RAWPIPE_ALLOC_RX / RAWPIPE_ALLOC_TX";
+    t_api_error = fmt::format("set_allocator: give alloc and free and flags made of RAWPIPE_ALLOC_TX (1), "
+                              "RAWPIPE_ALLOC_RX (2), RAWPIPE_ALLOC_TX_ZC (4); got alloc {} free {} flags {:#x}",
+                              reinterpret_cast<void*>(alloc), reinterpret_cast<void*>(free_fn), flags);
     return -1;
   }
   std::lock_guard lock(g_load_mu);

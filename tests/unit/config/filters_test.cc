@@ -124,7 +124,7 @@ TEST(FiltersSection, FileThatIsNotAPlugin) {
 TEST(FiltersSection, AbiMismatchNamesBothVersions) {
   std::string e = error_of("\n[[filters]]\npath = \"rawpipe_test_bad_abi\"\nendpoint = \"video\"\n");
   EXPECT_HAS(e, "f.toml:28: filters[0]: key 'path': filter plugin '");
-  EXPECT_HAS(e, "was built for filter ABI version 42, this rawpipe provides version 1");
+  EXPECT_HAS(e, "was built for filter ABI version 43, this rawpipe provides version 2");
 }
 
 TEST(FiltersSection, NeitherOrBothAttachments) {
