@@ -42,6 +42,7 @@ extern "C" {
  *    crash; with a NULL or unknown handle, last_error(NULL) says why;
  *  - ref_buff, free_buff, free_packets return a status and refuse a NULL, a pointer that is no
  *    rawpipe buffer, a buffer already free (see free_buff);
+ *  - destroy returns a status and keeps the pools of buffers the application still holds;
  *  - api_counters appended;
  *  - the values of VMA and XLIO: verdicts DROP = 0, RECV = 1, HOLD = 2 (were RECV = 0, DROP = 1);
  *    allocator flags TX = 1 << 0, RX = 1 << 1, TX_ZC = 1 << 2 (were RX = 1 << 0, TX = 1 << 1).
@@ -154,9 +155,13 @@ typedef struct rawpipe_api {
   rawpipe_pipeline *(*create)(const char *config_file);
   int (*start)(rawpipe_pipeline *p);
   int (*stop)(rawpipe_pipeline *p);
-  /* Frees the handle; an owned pipeline is stopped and freed; a wrapped one that still runs with
-   * plugins loaded is stopped first (their code is unloaded here). */
-  void (*destroy)(rawpipe_pipeline *p);
+  /* Frees the handle; an owned pipeline (from create) is stopped and freed; a wrapped one that
+   * still runs with plugins loaded is stopped first (their code is unloaded here). Buffers the
+   * application still holds stay valid: the pools they belong to are kept until the last of them
+   * is freed (free_buff, or free_packets with p = NULL, since the handle is gone), then their
+   * memory goes (to the user allocator's free, if any). Returns 0, or -1 for a NULL or unknown
+   * handle or a call from a filter callback. */
+  int (*destroy)(rawpipe_pipeline *p);
   const char *(*last_error)(const rawpipe_pipeline *p);
   int (*endpoint_id)(const rawpipe_pipeline *p, const char *name);  /* -1 when unknown */
 

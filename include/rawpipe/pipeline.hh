@@ -235,6 +235,10 @@ class RAWPIPE_API Pipeline {
   Port& port(std::uint16_t id);
   const Port& port(std::uint16_t id) const;
   const Pool* pool(std::string_view name) const noexcept;
+  // Hands the pools to the caller after stop(): the Extra API's destroy keeps the pools of
+  // buffers the application still holds (pipeline/extra/kept_pools.hh) while the rest of the
+  // pipeline goes. The destructor still closes the ports first.
+  std::vector<std::unique_ptr<Pool>> release_pools() noexcept;
   const Plan& plan() const noexcept { return plan_; }
   // Capture taps in plan order (pipeline/capture/tap.hh: stats(), files()).
   std::vector<const TapWriter*> taps() const;

@@ -611,6 +611,8 @@ std::vector<TapReport> Pipeline::tap_reports() const {
   return out;
 }
 
+std::vector<std::unique_ptr<Pool>> Pipeline::release_pools() noexcept { return std::move(pools_); }
+
 const Pool* Pipeline::pool(std::string_view name) const noexcept {
   for (const auto& p : pools_)
     if (p->name() == name) return p.get();

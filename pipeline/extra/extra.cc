@@ -10,6 +10,7 @@
 #include "pipeline/buf/audit.hh"
 #include "pipeline/buf/checked_free.hh"
 #include "pipeline/buf/pool.hh"
+#include "pipeline/extra/kept_pools.hh"
 #include "pipeline/filter/filter.hh"
 
 namespace rawpipe {
@@ -146,6 +147,7 @@ Checked check_and_drop(const void* p, Mbuf** out, std::string* error) {
 }
 
 rawpipe_pipeline* api_create(const char* file) {
+  kept_pools::reap_all();
   LoadOptions opts;
   PoolMemoryProvider alloc;
   std::uint32_t alloc_flags;
@@ -191,6 +193,9 @@ int api_stop(rawpipe_pipeline* h) {
   return s ? 0 : fail(h, s.message());
 }
 
+// With buffers still held by the application, an owned pipeline is stopped and freed but its
+// pools are kept until the last buffer comes back (kept_pools.hh): the handle is gone, the
+// packets stay readable, and free_buff / free_packets(NULL, ...) return them.
 int api_destroy(rawpipe_pipeline* h) {
   if (!check_handle(h, "destroy")) return -1;
   handle_remove(h);
@@ -203,7 +208,16 @@ int api_destroy(rawpipe_pipeline* h) {
       for (std::uint16_t q = 0; q < p.plan().ports[port].rx_queues; ++q) (void)p.filters().set_queue_filter(port, q, {});
   }
   h->plugins.clear();
+  if (h->owned) {
+    // The config's own plugins may still hold packets: they free them when the pipeline goes,
+    // so the pools are taken after that, with the ports closed first.
+    std::unique_ptr<Pipeline> owned = std::move(h->owned);
+    std::vector<std::unique_ptr<Pool>> pools = owned->release_pools();
+    owned.reset();
+    (void)kept_pools::keep(std::move(pools));
+  }
   delete h;
+  kept_pools::reap_all();
   return 0;
 }
 
@@ -272,10 +286,18 @@ int api_free_packets(rawpipe_pipeline* h, const rawpipe_packet* pkts, unsigned n
   std::string first_error;
   std::uint16_t run_endpoint = 0;
   auto flush = [&] {
-    if (h)
+    if (h) {
       h->pipeline->endpoint_release(run_endpoint, batch, k);
-    else
+    } else {
+      // Without a handle (after destroy) the buffers may belong to kept pools; their pools are
+      // read before the buffers go back, since a reaped pool takes its headers with it.
+      const Pool* pools[4];
+      unsigned n_pools = 0;
+      for (unsigned i = 0; i < k && n_pools < 4; ++i)
+        if (n_pools == 0 || pools[n_pools - 1] != batch[i]->pool) pools[n_pools++] = batch[i]->pool;
       mbuf_free_bulk(batch, k);
+      for (unsigned i = 0; i < n_pools; ++i) kept_pools::reap(pools[i]);
+    }
     k = 0;
   };
   for (unsigned i = 0; i < n; ++i) {
@@ -382,9 +404,12 @@ int api_free_buff(void* handle) {
   Mbuf* m = nullptr;
   std::string error;
   switch (check_and_drop(handle, &m, &error)) {
-    case Checked::kFree:
+    case Checked::kFree: {
+      const Pool* pool = m->pool;
       mbuf_free(m);
+      kept_pools::reap(pool);
       return 0;
+    }
     case Checked::kKept:
       return 0;
     case Checked::kRefused:
