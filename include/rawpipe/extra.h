@@ -12,8 +12,10 @@
  *
  * Ownership rules (the whole contract):
  *  - A filter callback runs on an lcore thread, after parse and classify, before the packet is
- *    queued to its endpoint. It must not block, allocate or call back into the pipeline except
- *    ref_buff/free_buff. The rawpipe_packet it sees is valid only during the call.
+ *    queued to its endpoint. It must not block or allocate. The rawpipe_packet it sees is valid
+ *    only during the call. Control calls from a callback: create, start, stop, destroy and
+ *    load_filter_plugin return -1 at once (they would wait for the lcores, or stall this one);
+ *    every other call works (remove_rule then returns without waiting for the other lcores).
  *  - RAWPIPE_HOLD hands the buffer to the filter's owner: it must call free_buff(pkt->handle)
  *    exactly once, later, from any thread. A held packet counts as delivered to its endpoint.
  *  - recvfrom_zcopy and poll hand buffers to the caller; free_packets / free_buff return them.
@@ -144,6 +146,7 @@ struct rawpipe_api_counters {
   uint64_t free_foreign;       /* a pointer into no pool, into a header, or a header naming another pool */
   uint64_t free_already_free;  /* a buffer in its pool, or freed already and on its way back */
   uint64_t free_payload_mapped;/* a payload pointer, accepted and mapped to its buffer (not an error) */
+  uint64_t from_callback;      /* create/start/stop/destroy/load_filter_plugin from a filter callback */
 };
 
 typedef struct rawpipe_api {

@@ -185,7 +185,9 @@ class RAWPIPE_API Pipeline {
   // Rules at run time (MT-safe among control threads; lcores keep running and lose nothing: the
   // new table is published atomically and the old one freed once every lcore has moved past it).
   // The rule text uses the grammar of pipeline/classify/rule.hh; `port NAME` must name a port.
-  // remove_rule returns once no lcore can classify another packet with the removed rule.
+  // remove_rule returns once no lcore can classify another packet with the removed rule; called
+  // from a filter callback (on an lcore) it returns without that wait, and lcores may still
+  // classify the burst in progress with it.
   Result<std::uint32_t> add_rule(std::uint16_t endpoint, std::string_view rule);
   Status remove_rule(std::uint32_t rule_id);
   std::vector<RuleInfo> rules() const;

@@ -553,7 +553,9 @@ bool Pipeline::endpoint_offloaded(std::uint16_t endpoint) const { return filters
 Status Pipeline::remove_rule(std::uint32_t rule_id) {
   RAWPIPE_TRY(classifier_->remove(rule_id));
   // Every lcore passes a quiescent point after the swap: no burst is still classified with it.
-  classifier_->synchronize();
+  // Not from a filter callback: the calling lcore is inside its pass and would wait for itself.
+  // The old table is then freed by a later reclaim, once every lcore has moved past it.
+  if (current_lcore() < 0) classifier_->synchronize();
   return push_steering();
 }
 

@@ -12,6 +12,7 @@
 #include "pipeline/buf/pool.hh"
 #include "pipeline/extra/kept_pools.hh"
 #include "pipeline/filter/filter.hh"
+#include "pipeline/lcore/lcore.hh"
 
 namespace rawpipe {
 namespace {
@@ -26,7 +27,7 @@ std::uint32_t g_alloc_flags = 0;  // guarded by g_load_mu
 // Refused calls (rawpipe_api_counters). Relaxed: statistics.
 struct Misuse {
   std::atomic<std::uint64_t> bad_handle{0}, bad_argument{0}, free_null{0}, free_foreign{0}, free_already_free{0},
-      free_payload_mapped{0};
+      free_payload_mapped{0}, from_callback{0};
 };
 Misuse g_misuse;
 
@@ -74,6 +75,22 @@ bool check_handle(const rawpipe_pipeline* h, const char* call) {
                                 call, static_cast<const void*>(h))
                   : fmt::format("{}: the rawpipe_pipeline handle is NULL; pass the handle create() returned", call);
   return false;
+}
+
+// Calls that wait for lcores (start, stop, destroy) or load code and build pipelines (create,
+// load_filter_plugin) are refused from a filter callback, at once: the lcore would wait for
+// itself, or stall its queues for as long as the load takes.
+bool refuse_on_lcore(rawpipe_pipeline* h, const char* call) {
+  const int lcore = current_lcore();
+  if (lcore < 0) return false;
+  count(g_misuse.from_callback);
+  const std::string msg = fmt::format(
+      "{}: called from a filter callback on lcore {}; it would wait for the lcores (or stall this one), so it is "
+      "refused: call it from a control thread",
+      call, lcore);
+  if (h && handle_live(h)) h->error = msg;
+  t_api_error = msg;
+  return true;
 }
 
 int fail(rawpipe_pipeline* h, const std::string& msg) {
@@ -147,6 +164,7 @@ Checked check_and_drop(const void* p, Mbuf** out, std::string* error) {
 }
 
 rawpipe_pipeline* api_create(const char* file) {
+  if (refuse_on_lcore(nullptr, "create")) return nullptr;
   kept_pools::reap_all();
   LoadOptions opts;
   PoolMemoryProvider alloc;
@@ -182,13 +200,13 @@ rawpipe_pipeline* api_create(const char* file) {
 }
 
 int api_start(rawpipe_pipeline* h) {
-  if (!check_handle(h, "start")) return -1;
+  if (!check_handle(h, "start") || refuse_on_lcore(h, "start")) return -1;
   Status s = h->pipeline->start();
   return s ? 0 : fail(h, s.message());
 }
 
 int api_stop(rawpipe_pipeline* h) {
-  if (!check_handle(h, "stop")) return -1;
+  if (!check_handle(h, "stop") || refuse_on_lcore(h, "stop")) return -1;
   Status s = h->pipeline->stop();
   return s ? 0 : fail(h, s.message());
 }
@@ -197,7 +215,7 @@ int api_stop(rawpipe_pipeline* h) {
 // pools are kept until the last buffer comes back (kept_pools.hh): the handle is gone, the
 // packets stay readable, and free_buff / free_packets(NULL, ...) return them.
 int api_destroy(rawpipe_pipeline* h) {
-  if (!check_handle(h, "destroy")) return -1;
+  if (!check_handle(h, "destroy") || refuse_on_lcore(h, "destroy")) return -1;
   handle_remove(h);
   // Plugins' callbacks may run on lcores until they stop; their code and state go away below.
   if (h->owned || (!h->plugins.empty() && h->pipeline->running())) (void)h->pipeline->stop();
@@ -502,7 +520,8 @@ int api_counters(rawpipe_api_counters* out) {
   }
   const std::uint64_t values[] = {g_misuse.bad_handle.load(), g_misuse.bad_argument.load(),
                                   g_misuse.free_null.load(), g_misuse.free_foreign.load(),
-                                  g_misuse.free_already_free.load(), g_misuse.free_payload_mapped.load()};
+                                  g_misuse.free_already_free.load(), g_misuse.free_payload_mapped.load(),
+                                  g_misuse.from_callback.load()};
   static_assert(sizeof(rawpipe_api_counters) == kFirst + sizeof values, "one value per field");
   const std::size_t fit = std::min<std::size_t>((out->size - kFirst) / sizeof(std::uint64_t), std::size(values));
   std::memcpy(reinterpret_cast<std::uint8_t*>(out) + kFirst, values, fit * sizeof(std::uint64_t));
@@ -541,7 +560,7 @@ constexpr rawpipe_api_t kApi = {
 
 int api_load_filter_plugin(rawpipe_pipeline* h, const char* path, const char* attach, const char* const* keys,
                            const char* const* values, unsigned n) {
-  if (!check_handle(h, "load_filter_plugin")) return -1;
+  if (!check_handle(h, "load_filter_plugin") || refuse_on_lcore(h, "load_filter_plugin")) return -1;
   if (!path || !attach) return bad_argument(h, "load_filter_plugin: path and attach must not be NULL");
   if (n && (!keys || !values)) return bad_argument(h, fmt::format("load_filter_plugin: n is {} but keys or values is NULL", n));
   auto where = parse_filter_attach(*h->pipeline, attach);
