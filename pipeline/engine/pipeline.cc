@@ -190,6 +190,8 @@ Status Pipeline::build() {
   if (!cls) return cls.status().context(plan.source.empty() ? "classifier" : plan.source);
   classifier_ = std::move(cls).value();
   config_rules_ = static_cast<std::uint32_t>(rules.size());
+  // The lcores are the classifier's readers and run the filter stage inside the same pass.
+  filters_->set_quiescence(classifier_.get());
   RAWPIPE_TRY(push_steering());
 
   // Lcores: queue ownership, bursts.
