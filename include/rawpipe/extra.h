@@ -175,11 +175,14 @@ typedef struct rawpipe_api {
   int (*queue_filter)(rawpipe_pipeline *p, uint16_t port, uint16_t queue, rawpipe_filter_fn fn,
                       rawpipe_filter_burst_fn burst, void *ctx);
 
-  /* Receive (RAWPIPE_CAP_ZCOPY_RECV), for ring endpoints. recvfrom_zcopy returns how many
-   * packets it wrote to pkts (0: none waiting); free_packets returns them to their pools, through
-   * the lcores that received them while the pipeline runs (one consumer thread per endpoint). recv
-   * copies one packet's payload into buf (truncating, like recvfrom) and frees the buffer; it
-   * returns the bytes copied, 0 when none is waiting, -1 for a bad endpoint; src may be NULL.
+  /* Receive (RAWPIPE_CAP_ZCOPY_RECV), for ring endpoints (on a sink, echo or forward endpoint
+   * they return -1 with errno EOPNOTSUPP: nothing is ever queued there). recvfrom_zcopy returns
+   * how many packets it wrote to pkts (0: none waiting); free_packets returns them to their pools,
+   * through the lcores that received them while the pipeline runs (one consumer thread per
+   * endpoint). recv copies one packet's payload into buf (truncating, like recvfrom) and frees
+   * the buffer; like a non-blocking recvfrom it returns the bytes copied (0 for an empty
+   * datagram), or -1 with errno EAGAIN when none is waiting (EBADF, EINVAL, EOPNOTSUPP for a bad
+   * handle, endpoint or buffer); src may be NULL.
    * free_packets checks each handle as free_buff does; it frees every good one and returns 0, or
    * -1 when it refused any (last_error says which and why). p may be NULL (after destroy): the
    * buffers then go straight to their pools. */
@@ -210,8 +213,11 @@ typedef struct rawpipe_api {
    * level <= the RAWPIPE_LOG_LEVEL environment variable (default RAWPIPE_LOG_INFO). */
   int (*dump_fd_stats)(rawpipe_pipeline *p, uint16_t endpoint, int level);
 
-  /* Plugins (RAWPIPE_CAP_PLUGINS): attach "endpoint NAME" or "queue PORT:QUEUE"; config is n
-   * key/value strings handed to the plugin. */
+  /* Plugins (RAWPIPE_CAP_PLUGINS): path is a file path or a bare name looked for as the config's
+   * [[filters]] path is (the pipeline's [run] plugin_dirs, RAWPIPE_PLUGIN_PATH, the build's and
+   * the install's plugin directories); attach "endpoint NAME" or "queue PORT:QUEUE", refused when
+   * that point already has a filter (as the config refuses two); config is n key/value strings
+   * handed to the plugin. */
   /* Returns the plugin's number (>= 0) for plugin_report, or -1. Plugins stay loaded until
    * destroy(). */
   int (*load_filter_plugin)(rawpipe_pipeline *p, const char *path, const char *attach, const char *const *keys,

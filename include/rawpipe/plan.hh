@@ -124,6 +124,11 @@ struct Plan {
   DefaultAction default_action = DefaultAction::kDrop;
   std::uint16_t default_endpoint = 0;      // for kEndpoint
   double duration_s = 0;                   // 0: until SIGINT/SIGTERM
+  // [run] plugin_dirs: where the [[filters]] plugins (and the Extra API's load_filter_plugin on
+  // this pipeline) may come from, and where bare plugin names are looked for first. Unset: the
+  // process-wide setting (pipeline/privilege/plugin_path.hh).
+  bool plugin_dirs_set = false;
+  std::vector<std::string> plugin_dirs;
   double stats_interval_s = 1.0;
   MetricsPlan metrics;
 };

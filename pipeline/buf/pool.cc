@@ -92,12 +92,19 @@ Result<std::unique_ptr<Pool>> Pool::create(const PoolConfig& config) {
       mem = mmap(nullptr, huge_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (mem == MAP_FAILED)
         return Status::errorf("pool '{}': cannot map {} bytes: {}", config.name, huge_bytes, std::strerror(errno));
-      // Best effort: without THP the pool still works, only with more TLB misses.
-      (void)madvise(mem, huge_bytes, MADV_HUGEPAGE);
       pool->region_bytes_ = huge_bytes;
-      pool->memory_notice_ = fmt::format(
-          "pool {}: {:.1f} MiB of anonymous memory advised for transparent huge pages (no 2 MiB hugepages reserved)",
-          config.name, mib);
+      if (config.huge_pages == HugePages::kNever) {
+        // "never" means plain pages: no hugetlb and no transparent huge pages either.
+        (void)madvise(mem, huge_bytes, MADV_NOHUGEPAGE);
+        pool->memory_notice_ =
+            fmt::format("pool {}: {:.1f} MiB of anonymous memory on plain pages (huge_pages = \"never\")", config.name, mib);
+      } else {
+        // Best effort: without THP the pool still works, only with more TLB misses.
+        (void)madvise(mem, huge_bytes, MADV_HUGEPAGE);
+        pool->memory_notice_ = fmt::format(
+            "pool {}: {:.1f} MiB of anonymous memory advised for transparent huge pages (no 2 MiB hugepages reserved)",
+            config.name, mib);
+      }
     }
     pool->mapped_ = true;
     pool->region_ = static_cast<std::uint8_t*>(mem);

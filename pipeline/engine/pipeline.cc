@@ -161,7 +161,8 @@ Status Pipeline::build() {
   std::vector<std::uint16_t> rx_queues;
   for (const PortPlan& pp : plan.ports) rx_queues.push_back(pp.rx_queues);
   filters_ = std::make_unique<FilterStage>(n_ep, rx_queues, plan.lcores.size());
-  auto plugins = attach_plan_filters(plan.filters, *filters_, rawpipe_get_api(RAWPIPE_EXTRA_ABI_VERSION));
+  auto plugins = attach_plan_filters(plan.filters, *filters_, rawpipe_get_api(RAWPIPE_EXTRA_ABI_VERSION),
+                                     plan.plugin_dirs_set ? &plan.plugin_dirs : nullptr);
   if (!plugins) return plugins.status();
   plugins_ = std::move(plugins).value();
 
@@ -403,8 +404,9 @@ Status Pipeline::stop() {
     unlock_consumer(r->busy);
   }
   if (classifier_) classifier_->reclaim();
-  if constexpr (kMbufAudit) {
+  if (kMbufAudit && running_) {
     // What the application (or a filter's owner) still holds now leaks unless it frees it later.
+    // Once, at the stop that ended the run: stop() is idempotent and called again by destroy.
     for (const auto& pool : pools_)
       if (std::string r = audit_report(*pool); !r.empty()) std::fprintf(stderr, "rawpipe: mbuf audit at stop: %s\n", r.c_str());
   }

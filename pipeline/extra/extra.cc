@@ -1,5 +1,6 @@
 #include "pipeline/extra/extra.hh"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,8 @@ std::mutex g_load_mu;
 LoadOptions g_load;  // guarded by g_load_mu
 PoolMemoryProvider g_alloc;  // guarded by g_load_mu
 std::uint32_t g_alloc_flags = 0;  // guarded by g_load_mu
+
+constexpr const char* kActionNames[] = {"ring", "sink", "echo", "forward"};
 
 // Refused calls (rawpipe_api_counters). Relaxed: statistics.
 struct Misuse {
@@ -106,6 +109,22 @@ int bad_argument(rawpipe_pipeline* h, const std::string& msg) {
 bool endpoint_ok(rawpipe_pipeline* h, std::uint16_t ep) {
   if (ep < h->pipeline->endpoint_count()) return true;
   (void)bad_argument(h, fmt::format("endpoint id {} does not exist (there are {})", ep, h->pipeline->endpoint_count()));
+  return false;
+}
+
+// Receive calls need an endpoint with a ring; sink, echo and forward endpoints have none, and
+// "nothing waiting" from them would hide the mistake.
+bool ring_endpoint_ok(rawpipe_pipeline* h, std::uint16_t ep, const char* call) {
+  if (!endpoint_ok(h, ep)) {
+    errno = EINVAL;
+    return false;
+  }
+  const EndpointPlan& e = h->pipeline->plan().endpoints[ep];
+  if (e.action == EndpointAction::kRing) return true;
+  errno = EOPNOTSUPP;
+  (void)bad_argument(h, fmt::format("{}: endpoint {} '{}' is a {} endpoint; only action = \"ring\" endpoints queue "
+                                    "packets for the application",
+                                    call, ep, e.name, kActionNames[static_cast<unsigned>(e.action)]));
   return false;
 }
 
@@ -270,7 +289,7 @@ int api_queue_filter(rawpipe_pipeline* h, std::uint16_t port, std::uint16_t queu
 
 int api_recvfrom_zcopy(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_packet* out, unsigned max) {
   if (!check_handle(h, "recvfrom_zcopy")) return -1;
-  if (!endpoint_ok(h, ep) || !array_ok(h, out, max, "recvfrom_zcopy")) return -1;
+  if (!ring_endpoint_ok(h, ep, "recvfrom_zcopy") || !array_ok(h, out, max, "recvfrom_zcopy")) return -1;
   Mbuf* got[kMaxBurst];
   unsigned total = 0;
   while (total < max) {
@@ -341,11 +360,21 @@ int api_free_packets(rawpipe_pipeline* h, const rawpipe_packet* pkts, unsigned n
 }
 
 long api_recv(rawpipe_pipeline* h, std::uint16_t ep, void* buf, std::size_t len, rawpipe_addr* src) {
-  if (!check_handle(h, "recv")) return -1;
-  if (!endpoint_ok(h, ep)) return -1;
-  if (!buf && len) return bad_argument(h, fmt::format("recv: buf is NULL but len is {}", len));
+  if (!check_handle(h, "recv")) {
+    errno = EBADF;
+    return -1;
+  }
+  if (!ring_endpoint_ok(h, ep, "recv")) return -1;
+  if (!buf && len) {
+    errno = EINVAL;
+    return bad_argument(h, fmt::format("recv: buf is NULL but len is {}", len));
+  }
   Mbuf* m;
-  if (h->pipeline->endpoint_receive(ep, &m, 1) == 0) return 0;
+  if (h->pipeline->endpoint_receive(ep, &m, 1) == 0) {
+    // As a non-blocking recvfrom: -1 with EAGAIN, so that 0 can mean an empty datagram.
+    errno = EAGAIN;
+    return -1;
+  }
   audit_handout(&m, 1, AuditOwner::kApp, ep, AuditSite::kRecv);
   rawpipe_packet d;
   describe_packet(m, &d);
@@ -358,7 +387,7 @@ long api_recv(rawpipe_pipeline* h, std::uint16_t ep, void* buf, std::size_t len,
 
 int api_set_user_data(rawpipe_pipeline* h, std::uint16_t ep, std::uint64_t v) {
   if (!check_handle(h, "set_user_data")) return -1;
-  if (!endpoint_ok(h, ep)) return -1;
+  if (!ring_endpoint_ok(h, ep, "set_user_data")) return -1;
   h->user_data[ep] = v;
   return 0;
 }
@@ -384,7 +413,7 @@ int api_poll(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_completion* out, uns
     }
   };
   if (ep != RAWPIPE_ANY_ENDPOINT) {
-    if (!endpoint_ok(h, ep)) return -1;
+    if (!ring_endpoint_ok(h, ep, "poll")) return -1;
     take(ep);
     return static_cast<int>(total);
   }
@@ -463,7 +492,6 @@ int log_threshold() {
   return std::atoi(v);
 }
 
-constexpr const char* kActionNames[] = {"ring", "sink", "echo", "forward"};
 
 int api_dump_fd_stats(rawpipe_pipeline* h, std::uint16_t ep, int level) {
   if (!check_handle(h, "dump_fd_stats")) return -1;
@@ -565,9 +593,25 @@ int api_load_filter_plugin(rawpipe_pipeline* h, const char* path, const char* at
   if (n && (!keys || !values)) return bad_argument(h, fmt::format("load_filter_plugin: n is {} but keys or values is NULL", n));
   auto where = parse_filter_attach(*h->pipeline, attach);
   if (!where) return bad_argument(h, where.message());
+  // One filter per attachment point, as the config's [[filters]] demand: a second plugin would
+  // silently replace the first (which stays loaded, its report going stale).
+  for (const FilterStats& f : h->pipeline->filters().stats()) {
+    const FilterAttach& a = where.value();
+    if (!f.attached || f.at.on_queue != a.queue) continue;
+    if (a.queue ? (f.at.port == a.port && f.at.queue == a.rx_queue) : f.at.endpoint == a.endpoint)
+      return bad_argument(h, fmt::format("load_filter_plugin: '{}' already has a filter ('{}'); remove it first "
+                                         "(endpoint_filter/queue_filter with NULL callbacks)",
+                                         attach, f.name));
+  }
   std::vector<std::pair<std::string, std::string>> config;
   for (unsigned i = 0; i < n; ++i) config.emplace_back(keys[i] ? keys[i] : "", values[i] ? values[i] : "");
-  auto plugin = FilterPlugin::load(path ? path : "", &kApi, config);
+  // As in the config: a bare name is looked for along the plugin path, and the pipeline's
+  // [run] plugin_dirs (when its config has them) say where plugins may come from.
+  const Plan& plan = h->pipeline->plan();
+  const std::vector<std::string>* allowed = plan.plugin_dirs_set ? &plan.plugin_dirs : nullptr;
+  auto resolved = resolve_plugin_path(path, allowed);
+  if (!resolved) return bad_argument(h, fmt::format("load_filter_plugin: {}", resolved.message()));
+  auto plugin = FilterPlugin::load(resolved.value(), &kApi, config, nullptr, allowed);
   if (!plugin) return fail(h, plugin.message());
   const FilterAttach& a = where.value();
   FilterFn f = plugin.value()->filter();
@@ -599,6 +643,13 @@ std::string_view trim(std::string_view s) {
 }
 
 }  // namespace
+
+}  // namespace rawpipe
+
+rawpipe_pipeline::rawpipe_pipeline() = default;
+rawpipe_pipeline::~rawpipe_pipeline() = default;
+
+namespace rawpipe {
 
 rawpipe_pipeline* extra_wrap(Pipeline& pipeline) {
   auto* h = new rawpipe_pipeline;

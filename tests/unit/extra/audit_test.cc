@@ -130,7 +130,10 @@ TEST(MbufAudit, OutstandingPerConsumerAndLeaksAtStop) {
   api->free_buff(c[0].packet.handle);  // 2 of the polled ones stay out
   ::testing::internal::CaptureStderr();
   ASSERT_EQ(api->stop(h), 0);
+  ASSERT_EQ(api->stop(h), 0);  // stop is idempotent; the report belongs to the stop that ended the run
+  ASSERT_TRUE(p.stop());
   std::string at_stop = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(at_stop.find("mbuf audit at stop"), at_stop.rfind("mbuf audit at stop")) << "reported more than once";
 
   const Pool& pool = *p.pool("rx");
   std::vector<AuditConsumer> out = audit_outstanding(pool);
