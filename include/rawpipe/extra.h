@@ -45,7 +45,9 @@ extern "C" {
  *  - ref_buff, free_buff, free_packets return a status and refuse a NULL, a pointer that is no
  *    rawpipe buffer, a buffer already free (see free_buff);
  *  - destroy returns a status and keeps the pools of buffers the application still holds;
- *  - api_counters appended;
+ *  - api_counters, get_stats and drop_reason_name appended; a pipeline from create() publishes
+ *    the stats segment that `rawpipe stat` reads, as `rawpipe run` does ([metrics]
+ *    stats_segment = false turns it off);
  *  - the values of VMA and XLIO: verdicts DROP = 0, RECV = 1, HOLD = 2 (were RECV = 0, DROP = 1);
  *    allocator flags TX = 1 << 0, RX = 1 << 1, TX_ZC = 1 << 2 (were RX = 1 << 0, TX = 1 << 1).
  *    RAWPIPE_FILTER_PLUGIN_ABI_VERSION is 2 for the same reason.
@@ -134,6 +136,58 @@ enum rawpipe_log_level { RAWPIPE_LOG_ERROR = 0, RAWPIPE_LOG_WARN = 1, RAWPIPE_LO
 
 typedef struct rawpipe_pipeline rawpipe_pipeline;
 
+/* ---- Statistics through the API (get_stats) ---- */
+#define RAWPIPE_STATS_MAX_DROP_REASONS 32u
+
+struct rawpipe_endpoint_stats {
+  char name[32];          /* NUL-terminated, truncated */
+  uint16_t id;
+  uint8_t action;         /* 0 ring, 1 sink, 2 echo, 3 forward */
+  uint8_t offloaded;      /* set_endpoint_offload state */
+  uint32_t reserved;
+  uint64_t delivered;     /* queued to its ring, counted by its sink, or held by a filter */
+  uint64_t queued;        /* in its rings now, not yet received (VMA's socket_ready_queue_pkt_count) */
+  uint64_t ring_full;     /* dropped: its ring was full (the consumer did not keep up) */
+};
+
+struct rawpipe_filter_stats {
+  char name[48];          /* plugin name, the callback's symbol, or its address */
+  uint8_t on_queue;       /* attached to (port, queue), else to endpoint */
+  uint8_t attached;       /* still the filter of its attachment point (else: removed ones, summed) */
+  uint16_t endpoint;
+  uint16_t port;
+  uint16_t queue;
+  uint64_t seen, recv, drop, hold, invalid;
+};
+
+struct rawpipe_pool_stats {
+  char name[32];
+  uint32_t count;         /* buffers in the pool */
+  uint32_t outstanding;   /* not back in the pool (held by ports, lcores, rings, the application) */
+};
+
+/* Versioned by size: set size = sizeof(struct rawpipe_stats), and give arrays (or NULL) with
+ * their capacity in *_max; the library fills what fits and says in n_* how many there are. */
+struct rawpipe_stats {
+  uint32_t size;
+  uint32_t n_drop_reasons;                        /* out: entries of drops[] in use */
+  uint64_t rx_packets;
+  uint64_t rx_bytes;
+  uint64_t delivered;
+  uint64_t transmitted;
+  uint64_t dropped;                               /* sum of drops[] */
+  uint64_t drops[RAWPIPE_STATS_MAX_DROP_REASONS]; /* by reason: drop_reason_name(i) */
+  struct rawpipe_endpoint_stats *endpoints;
+  uint32_t endpoints_max;
+  uint32_t n_endpoints;
+  struct rawpipe_filter_stats *filters;
+  uint32_t filters_max;
+  uint32_t n_filters;
+  struct rawpipe_pool_stats *pools;
+  uint32_t pools_max;
+  uint32_t n_pools;
+};
+
 /* Refused calls, process-wide since the library loaded. Versioned by size: set size to
  * sizeof(struct rawpipe_api_counters) before the call; the library fills the fields it knows
  * that fit and leaves the rest alone. */
@@ -209,8 +263,10 @@ typedef struct rawpipe_api {
   long (*add_conf_rule)(rawpipe_pipeline *p, const char *line);
   int (*remove_rule)(rawpipe_pipeline *p, uint32_t rule_id);
 
-  /* Stats (RAWPIPE_CAP_STATS): endpoint RAWPIPE_ANY_ENDPOINT dumps them all, to stderr, when
-   * level <= the RAWPIPE_LOG_LEVEL environment variable (default RAWPIPE_LOG_INFO). */
+  /* Stats (RAWPIPE_CAP_STATS): one line per endpoint (delivered, queued, ring_full, rules,
+   * user_data; at RAWPIPE_LOG_DEBUG also its filters), to stderr, when level <= the
+   * RAWPIPE_LOG_LEVEL environment variable (default RAWPIPE_LOG_INFO). RAWPIPE_ANY_ENDPOINT
+   * dumps every endpoint (0 is endpoint 0, not all). */
   int (*dump_fd_stats)(rawpipe_pipeline *p, uint16_t endpoint, int level);
 
   /* Plugins (RAWPIPE_CAP_PLUGINS): path is a file path or a bare name looked for as the config's
@@ -244,6 +300,15 @@ typedef struct rawpipe_api {
    * must be set by the caller. Returns 0, or -1 for a NULL out or a size below the first
    * fields. */
   int (*api_counters)(struct rawpipe_api_counters *out);
+
+  /* Statistics (RAWPIPE_CAP_STATS): rx, drops by reason, per endpoint delivered / queued /
+   * ring_full, per filter verdicts, buffers outstanding per pool (struct rawpipe_stats). Any
+   * thread, while lcores run. Returns 0, or -1 for a bad handle, NULL out or a size below
+   * offsetof(struct rawpipe_stats, endpoints). */
+  int (*get_stats)(rawpipe_pipeline *p, struct rawpipe_stats *out);
+  /* The name of drop reason i ("no_match", "filter_drop", "endpoint_ring_full", ...), NULL
+   * beyond the last. */
+  const char *(*drop_reason_name)(unsigned reason);
 } rawpipe_api_t;
 
 /* Whether a table from rawpipe_get_api() has `field` (it may come from an older minor revision). */

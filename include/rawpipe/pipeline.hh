@@ -80,6 +80,7 @@ struct PipelineSnapshot {
   std::vector<LcoreStats> lcores;             // in plan order
   LcoreStats total;                           // sum over lcores (id and cpu meaningless)
   std::vector<std::uint64_t> delivered_per_endpoint;   // by endpoint id
+  std::vector<std::uint64_t> ring_full_per_endpoint;   // by endpoint id: dropped, its ring was full
   std::vector<std::uint64_t> transmitted_per_port;     // by port id
 };
 
@@ -171,6 +172,9 @@ class RAWPIPE_API Pipeline {
   // returns how many; the caller owns them and frees them with mbuf_free_bulk (from any thread).
   // One consumer thread per endpoint at a time. Returns 0 for endpoints without rings.
   unsigned endpoint_receive(std::uint16_t endpoint, Mbuf** out, unsigned n) noexcept;
+  // Packets queued to a ring endpoint and not yet received (VMA's socket_ready_queue_pkt_count);
+  // 0 for other endpoints. Any thread; exact only when nobody enqueues or dequeues.
+  std::size_t endpoint_queued(std::uint16_t endpoint) const noexcept;
   // Frees packets the caller got from endpoint_receive(endpoint, ...) and no longer needs, like
   // VMA's free_packets returning buffers to their ring: the pointers go back to the lcore that
   // queued them, on a return ring per (endpoint, lcore), and that lcore frees them between its

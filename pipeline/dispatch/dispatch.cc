@@ -68,6 +68,7 @@ void Dispatcher::deliver_run(std::uint16_t d, Mbuf** run, unsigned k, Mbuf** to_
   }
   if (done < k) [[unlikely]] {
     c.drops[static_cast<unsigned>(fail)].add(k - done);
+    if (fail == DropReason::kEndpointRingFull) c.ring_full_per_endpoint[d].add(k - done);
     for (unsigned j = done; j < k; ++j) {
       run[j]->drop_reason = static_cast<std::uint8_t>(fail);
       to_free[n_free++] = run[j];

@@ -190,9 +190,9 @@ Status Pipeline::build() {
   auto cls = Classifier::create(static_cast<unsigned>(plan.lcores.size()), rules, dflt);
   if (!cls) return cls.status().context(plan.source.empty() ? "classifier" : plan.source);
   classifier_ = std::move(cls).value();
-  config_rules_ = static_cast<std::uint32_t>(rules.size());
   // The lcores are the classifier's readers and run the filter stage inside the same pass.
   filters_->set_quiescence(classifier_.get());
+  config_rules_ = static_cast<std::uint32_t>(rules.size());
   RAWPIPE_TRY(push_steering());
 
   // Lcores: queue ownership, bursts.
@@ -497,6 +497,13 @@ unsigned Pipeline::endpoint_receive(std::uint16_t endpoint, Mbuf** out, unsigned
   return got;
 }
 
+std::size_t Pipeline::endpoint_queued(std::uint16_t endpoint) const noexcept {
+  if (endpoint >= rings_.size() || !rings_[endpoint]) return 0;
+  std::size_t n = 0;
+  for (const auto& ring : rings_[endpoint]->per_lcore) n += ring->size();
+  return n;
+}
+
 void Pipeline::endpoint_release(std::uint16_t endpoint, Mbuf* const* bufs, unsigned n) noexcept {
   if constexpr (kMbufAudit) {
     // The ownership auditor must see each free where the application makes it: a buffer parked
@@ -631,6 +638,7 @@ PipelineSnapshot Pipeline::snapshot() const {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
   s.running = running_;
   s.delivered_per_endpoint.assign(plan_.endpoints.size(), 0);
+  s.ring_full_per_endpoint.assign(plan_.endpoints.size(), 0);
   s.transmitted_per_port.assign(ports_.size(), 0);
   s.total.id = 0xffff;
   for (const auto& lc : lcores_) {
@@ -645,7 +653,10 @@ PipelineSnapshot Pipeline::snapshot() const {
     st.delivered = c.delivered.load();
     st.transmitted = c.transmitted.load();
     for (std::size_t r = 0; r < kDropReasonCount; ++r) st.drops[r] = c.drops[r].load();
-    for (std::size_t e = 0; e < s.delivered_per_endpoint.size(); ++e) s.delivered_per_endpoint[e] += c.delivered_per_endpoint[e].load();
+    for (std::size_t e = 0; e < s.delivered_per_endpoint.size(); ++e) {
+      s.delivered_per_endpoint[e] += c.delivered_per_endpoint[e].load();
+      s.ring_full_per_endpoint[e] += c.ring_full_per_endpoint[e].load();
+    }
     for (std::size_t p = 0; p < s.transmitted_per_port.size(); ++p) s.transmitted_per_port[p] += c.transmitted_per_port[p].load();
     s.total.rx_packets += st.rx_packets;
     s.total.rx_bytes += st.rx_bytes;

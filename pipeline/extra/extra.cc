@@ -6,6 +6,7 @@
 #include <cstring>
 #include <array>
 #include <atomic>
+#include <filesystem>
 #include <mutex>
 
 #include "pipeline/buf/audit.hh"
@@ -14,6 +15,7 @@
 #include "pipeline/extra/kept_pools.hh"
 #include "pipeline/filter/filter.hh"
 #include "pipeline/lcore/lcore.hh"
+#include "pipeline/ops/publisher.hh"
 
 namespace rawpipe {
 namespace {
@@ -215,6 +217,17 @@ rawpipe_pipeline* api_create(const char* file) {
   rawpipe_pipeline* h = extra_wrap(*p.value());
   if (!h) return nullptr;
   h->owned = std::move(p).value();
+  if (plan.metrics.stats_segment) {
+    // The same segment rawpipe run publishes, named after the config file, so rawpipe stat
+    // and /metrics readers see an embedded pipeline too. Without /dev/shm it runs without.
+    h->publisher = std::make_unique<ops::StatsPublisher>();
+    const std::string name = std::filesystem::path(plan.source).stem().string();
+    const auto interval = std::chrono::milliseconds(std::max<long>(100, static_cast<long>(plan.stats_interval_s * 1000)));
+    if (Status s = h->publisher->start(*h->owned, name, interval); !s) {
+      std::fputs(fmt::format("rawpipe: live stats unavailable: {}\n", s.message()).c_str(), stderr);
+      h->publisher.reset();
+    }
+  }
   return h;
 }
 
@@ -238,6 +251,11 @@ int api_destroy(rawpipe_pipeline* h) {
   handle_remove(h);
   // Plugins' callbacks may run on lcores until they stop; their code and state go away below.
   if (h->owned || (!h->plugins.empty() && h->pipeline->running())) (void)h->pipeline->stop();
+  if (h->publisher) {
+    h->publisher->publish_now();  // the final figures, running = false
+    h->publisher->stop();
+    h->publisher.reset();
+  }
   Pipeline& p = *h->pipeline;
   if (!h->plugins.empty()) {
     for (std::uint16_t e = 0; e < p.endpoint_count(); ++e) (void)p.filters().set_endpoint_filter(e, {});
@@ -493,6 +511,92 @@ int log_threshold() {
 }
 
 
+template <std::size_t N>
+void copy_name(char (&dst)[N], const std::string& src) {
+  const std::size_t n = std::min(N - 1, src.size());
+  std::memcpy(dst, src.data(), n);
+  dst[n] = '\0';
+}
+
+int api_get_stats(rawpipe_pipeline* h, rawpipe_stats* out) {
+  if (!check_handle(h, "get_stats")) return -1;
+  if (!out || out->size < offsetof(rawpipe_stats, endpoints))
+    return bad_argument(h, "get_stats: pass a struct rawpipe_stats with size = sizeof(struct rawpipe_stats)");
+  const Pipeline& p = *h->pipeline;
+  const PipelineSnapshot s = p.snapshot();
+  const std::uint32_t size = out->size;
+  rawpipe_stats r{};
+  r.size = size;
+  static_assert(kDropReasonCount <= RAWPIPE_STATS_MAX_DROP_REASONS);
+  r.n_drop_reasons = static_cast<std::uint32_t>(kDropReasonCount);
+  r.rx_packets = s.total.rx_packets;
+  r.rx_bytes = s.total.rx_bytes;
+  r.delivered = s.total.delivered;
+  r.transmitted = s.total.transmitted;
+  for (std::size_t i = 0; i < kDropReasonCount; ++i) r.drops[i] = s.total.drops[i];
+  r.dropped = s.total.dropped();
+  // The caller's arrays: only fields inside the struct it has are read.
+  auto has = [size](std::size_t end) { return end <= size; };
+  if (has(offsetof(rawpipe_stats, n_endpoints) + sizeof r.n_endpoints)) {
+    r.endpoints = out->endpoints;
+    r.endpoints_max = out->endpoints ? out->endpoints_max : 0;
+    r.n_endpoints = static_cast<std::uint32_t>(p.endpoint_count());
+    for (std::uint16_t e = 0; e < p.endpoint_count() && e < r.endpoints_max; ++e) {
+      rawpipe_endpoint_stats& d = r.endpoints[e];
+      d = rawpipe_endpoint_stats{};
+      const EndpointPlan& plan = p.plan().endpoints[e];
+      copy_name(d.name, plan.name);
+      d.id = e;
+      d.action = static_cast<std::uint8_t>(plan.action);
+      d.offloaded = p.endpoint_offloaded(e) ? 1 : 0;
+      d.delivered = s.delivered_per_endpoint[e];
+      d.queued = p.endpoint_queued(e);
+      d.ring_full = s.ring_full_per_endpoint[e];
+    }
+  }
+  if (has(offsetof(rawpipe_stats, n_filters) + sizeof r.n_filters)) {
+    const std::vector<FilterStats> fs = p.filters().stats();
+    r.filters = out->filters;
+    r.filters_max = out->filters ? out->filters_max : 0;
+    r.n_filters = static_cast<std::uint32_t>(fs.size());
+    for (std::size_t i = 0; i < fs.size() && i < r.filters_max; ++i) {
+      rawpipe_filter_stats& d = r.filters[i];
+      d = rawpipe_filter_stats{};
+      copy_name(d.name, fs[i].name);
+      d.on_queue = fs[i].at.on_queue;
+      d.attached = fs[i].attached;
+      d.endpoint = fs[i].at.endpoint;
+      d.port = fs[i].at.port;
+      d.queue = fs[i].at.queue;
+      d.seen = fs[i].seen;
+      d.recv = fs[i].recv;
+      d.drop = fs[i].drop;
+      d.hold = fs[i].hold;
+      d.invalid = fs[i].invalid;
+    }
+  }
+  if (has(offsetof(rawpipe_stats, n_pools) + sizeof r.n_pools)) {
+    const Accounting a = p.accounting();
+    r.pools = out->pools;
+    r.pools_max = out->pools ? out->pools_max : 0;
+    r.n_pools = static_cast<std::uint32_t>(a.pools.size());
+    for (std::size_t i = 0; i < a.pools.size() && i < r.pools_max; ++i) {
+      rawpipe_pool_stats& d = r.pools[i];
+      d = rawpipe_pool_stats{};
+      copy_name(d.name, a.pools[i].name);
+      d.count = a.pools[i].count;
+      d.outstanding = a.pools[i].outstanding;
+    }
+  }
+  std::memcpy(out, &r, std::min<std::size_t>(size, sizeof r));
+  return 0;
+}
+
+const char* api_drop_reason_name(unsigned reason) {
+  // The names are string_views over literals: NUL-terminated.
+  return reason < kDropReasonCount ? kDropReasonNames[reason].data() : nullptr;
+}
+
 int api_dump_fd_stats(rawpipe_pipeline* h, std::uint16_t ep, int level) {
   if (!check_handle(h, "dump_fd_stats")) return -1;
   Pipeline& p = *h->pipeline;
@@ -502,14 +606,20 @@ int api_dump_fd_stats(rawpipe_pipeline* h, std::uint16_t ep, int level) {
   std::vector<std::size_t> rules(p.endpoint_count(), 0);
   for (const RuleInfo& r : p.rules())
     if (r.endpoint < rules.size()) ++rules[r.endpoint];
+  const std::vector<FilterStats> filters = level >= RAWPIPE_LOG_DEBUG ? p.filters().stats() : std::vector<FilterStats>{};
   for (std::uint16_t e = 0; e < p.endpoint_count(); ++e) {
     if (ep != RAWPIPE_ANY_ENDPOINT && e != ep) continue;
     const EndpointPlan& plan = p.plan().endpoints[e];
-    std::fputs(fmt::format("rawpipe: endpoint {} '{}' ({}): delivered {} rules {} user_data {}\n", e, plan.name,
-                           kActionNames[static_cast<unsigned>(plan.action)], s.delivered_per_endpoint[e], rules[e],
-                           h->user_data[e])
-                   .c_str(),
-               stderr);
+    std::string line = fmt::format("rawpipe: endpoint {} '{}' ({}): delivered {} queued {} ring_full {} rules {} user_data {}",
+                                   e, plan.name, kActionNames[static_cast<unsigned>(plan.action)],
+                                   s.delivered_per_endpoint[e], p.endpoint_queued(e), s.ring_full_per_endpoint[e],
+                                   rules[e], h->user_data[e]);
+    for (const FilterStats& f : filters)
+      if (!f.at.on_queue && f.at.endpoint == e)
+        line += fmt::format("; filter '{}'{}: seen {} recv {} drop {} hold {} invalid {}", f.name,
+                            f.attached ? "" : " (removed)", f.seen, f.recv, f.drop, f.hold, f.invalid);
+    line += "\n";
+    std::fputs(line.c_str(), stderr);
   }
   return 0;
 }
@@ -584,6 +694,8 @@ constexpr rawpipe_api_t kApi = {
     &api_set_allocator,
     &api_set_endpoint_offload,
     &api_counters,
+    &api_get_stats,
+    &api_drop_reason_name,
 };
 
 int api_load_filter_plugin(rawpipe_pipeline* h, const char* path, const char* attach, const char* const* keys,

@@ -367,7 +367,7 @@ TEST(ExtraApi, DumpFdStatsAtALogLevel) {
   EXPECT_EQ(api()->dump_fd_stats(h.h, 0, RAWPIPE_LOG_INFO), 0);
   EXPECT_EQ(api()->dump_fd_stats(h.h, RAWPIPE_ANY_ENDPOINT, RAWPIPE_LOG_DEBUG), 0);  // above the threshold
   std::string out = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(out, "rawpipe: endpoint 0 'md' (sink): delivered 7 rules 1 user_data 0\n");
+  EXPECT_EQ(out, "rawpipe: endpoint 0 'md' (sink): delivered 7 queued 0 ring_full 0 rules 1 user_data 0\n");
   EXPECT_EQ(api()->dump_fd_stats(h.h, 3, RAWPIPE_LOG_INFO), -1);
 }
 
