@@ -45,7 +45,7 @@ extern "C" {
  *  - ref_buff, free_buff, free_packets return a status and refuse a NULL, a pointer that is no
  *    rawpipe buffer, a buffer already free (see free_buff);
  *  - destroy returns a status and keeps the pools of buffers the application still holds;
- *  - api_counters, get_stats and drop_reason_name appended; a pipeline from create() publishes
+ *  - api_counters, get_stats, drop_reason_name, endpoint_fd, arm_fd, recv_wait appended; a pipeline from create() publishes
  *    the stats segment that `rawpipe stat` reads, as `rawpipe run` does ([metrics]
  *    stats_segment = false turns it off);
  *  - the values of VMA and XLIO: verdicts DROP = 0, RECV = 1, HOLD = 2 (were RECV = 0, DROP = 1);
@@ -64,6 +64,7 @@ extern "C" {
 #define RAWPIPE_CAP_PLUGINS (1ull << 5)       /* load_filter_plugin */
 #define RAWPIPE_CAP_ALLOCATOR (1ull << 6)     /* set_allocator */
 #define RAWPIPE_CAP_OFFLOAD (1ull << 7)       /* set_endpoint_offload */
+#define RAWPIPE_CAP_WAIT (1ull << 8)          /* endpoint_fd, arm_fd, recv_wait */
 
 /* Filter verdicts, with the values of VMA's vma_recv_callback_retval_t (VMA_PACKET_DROP = 0,
  * VMA_PACKET_RECV = 1, VMA_PACKET_HOLD = 2), so a ported callback that returns VMA's enum or a
@@ -148,6 +149,7 @@ struct rawpipe_endpoint_stats {
   uint64_t delivered;     /* queued to its ring, counted by its sink, or held by a filter */
   uint64_t queued;        /* in its rings now, not yet received (VMA's socket_ready_queue_pkt_count) */
   uint64_t ring_full;     /* dropped: its ring was full (the consumer did not keep up) */
+  uint64_t wakeups;       /* times an lcore signalled its descriptor (endpoint_fd) */
 };
 
 struct rawpipe_filter_stats {
@@ -309,6 +311,21 @@ typedef struct rawpipe_api {
   /* The name of drop reason i ("no_match", "filter_drop", "endpoint_ring_full", ...), NULL
    * beyond the last. */
   const char *(*drop_reason_name)(unsigned reason);
+
+  /* Waiting (RAWPIPE_CAP_WAIT), for ring endpoints. endpoint_fd gives a descriptor for
+   * epoll/poll/select that becomes readable when packets are waiting: an eventfd per endpoint,
+   * or with RAWPIPE_ANY_ENDPOINT an epoll descriptor over every ring endpoint's. It signals only
+   * while armed: when the consumer runs out of packets it calls arm_fd, and sleeps unless that
+   * returned 1 (packets already waiting; then receive again). An lcore writes the eventfd once
+   * per arming and never while the consumer busy-polls. The descriptors belong to the handle
+   * (destroy closes them); one consumer thread per endpoint. Both return -1 for a bad handle or
+   * a non-ring endpoint.
+   * recv_wait is recvfrom_zcopy that sleeps (on the descriptor) up to timeout_ms while nothing is
+   * waiting (-1: no limit); it returns the packets received, 0 on timeout, -1 on error. */
+  int (*endpoint_fd)(rawpipe_pipeline *p, uint16_t endpoint);
+  int (*arm_fd)(rawpipe_pipeline *p, uint16_t endpoint);
+  int (*recv_wait)(rawpipe_pipeline *p, uint16_t endpoint, struct rawpipe_packet *pkts, unsigned max,
+                   int timeout_ms);
 } rawpipe_api_t;
 
 /* Whether a table from rawpipe_get_api() has `field` (it may come from an older minor revision). */

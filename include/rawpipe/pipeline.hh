@@ -45,6 +45,7 @@ namespace rawpipe {
 
 // The engine's parts; internal (pipeline/), opaque here.
 class Classifier;
+struct EndpointWake;
 class FilterPlugin;
 class FilterStage;
 class Lcore;
@@ -175,6 +176,9 @@ class RAWPIPE_API Pipeline {
   // Packets queued to a ring endpoint and not yet received (VMA's socket_ready_queue_pkt_count);
   // 0 for other endpoints. Any thread; exact only when nobody enqueues or dequeues.
   std::size_t endpoint_queued(std::uint16_t endpoint) const noexcept;
+  // The wake-up state of a ring endpoint's consumer (pipeline/dispatch/wake.hh), null for other
+  // endpoints. Lives as long as the pipeline.
+  EndpointWake* endpoint_wake(std::uint16_t endpoint) const noexcept;
   // Frees packets the caller got from endpoint_receive(endpoint, ...) and no longer needs, like
   // VMA's free_packets returning buffers to their ring: the pointers go back to the lcore that
   // queued them, on a return ring per (endpoint, lcore), and that lcore frees them between its
@@ -266,6 +270,7 @@ class RAWPIPE_API Pipeline {
   std::unique_ptr<Classifier> classifier_;
   std::unique_ptr<FilterStage> filters_;
   std::vector<std::unique_ptr<EndpointRings>> rings_;  // by endpoint id; null for non-ring endpoints
+  std::vector<std::unique_ptr<EndpointWake>> wakes_;   // by endpoint id; null for non-ring endpoints
   std::vector<std::unique_ptr<Lcore>> lcores_;
   std::vector<std::unique_ptr<FilterPlugin>> plugins_;  // unloaded after the lcores stop, before the pools go
   std::vector<std::unique_ptr<TapWriter>> taps_;           // plan order

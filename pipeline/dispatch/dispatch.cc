@@ -1,5 +1,7 @@
 #include "pipeline/dispatch/dispatch.hh"
 
+#include "pipeline/dispatch/wake.hh"
+
 #include <cstring>
 
 #include "pipeline/buf/pool.hh"
@@ -48,6 +50,7 @@ void Dispatcher::deliver_run(std::uint16_t d, Mbuf** run, unsigned k, Mbuf** to_
     if (r.action == EndpointAction::kRing) {
       done = r.ring->enqueue_burst(run, k);
       fail = DropReason::kEndpointRingFull;
+      if (r.wake && done) r.wake->after_enqueue();
     } else {
       // Sink: delivered, then freed here.
       for (unsigned j = 0; j < k; ++j) to_free[n_free++] = run[j];

@@ -15,6 +15,7 @@
 #include "pipeline/classify/classifier.hh"
 #include "pipeline/classify/rule.hh"
 #include "pipeline/dispatch/dispatch.hh"
+#include "pipeline/dispatch/wake.hh"
 #include "pipeline/filter/filter.hh"
 #include "pipeline/filter/plugin.hh"
 #include "pipeline/lcore/lcore.hh"
@@ -238,6 +239,7 @@ Status Pipeline::build() {
 
   // Endpoint rings.
   rings_.resize(n_ep);
+  wakes_.resize(n_ep);
   for (const EndpointPlan& ep : plan.endpoints) {
     if (ep.action != EndpointAction::kRing) continue;
     auto r = std::make_unique<EndpointRings>();
@@ -252,6 +254,7 @@ Status Pipeline::build() {
       r->returns.push_back(std::move(back).value());
     }
     rings_[ep.id] = std::move(r);
+    wakes_[ep.id] = std::make_unique<EndpointWake>();
   }
 
   for (std::size_t l = 0; l < plan.lcores.size(); ++l)
@@ -304,7 +307,10 @@ Status Pipeline::start() {
       r.action = ep.action;
       r.forward_port = ep.forward_port_id;
       r.sockperf = ep.action == EndpointAction::kEcho && ep.echo_format == EchoFormat::kSockperf;
-      if (rings_[ep.id]) r.ring = rings_[ep.id]->per_lcore[l].get();
+      if (rings_[ep.id]) {
+        r.ring = rings_[ep.id]->per_lcore[l].get();
+        r.wake = wakes_[ep.id].get();
+      }
     }
     for (const Lcore::RxQueue& q : rx)
       if (!q.rx.burst) {
@@ -495,6 +501,10 @@ unsigned Pipeline::endpoint_receive(std::uint16_t endpoint, Mbuf** out, unsigned
   unlock_consumer(r.busy);
   audit_handout(out, got, AuditOwner::kApp, endpoint, AuditSite::kEndpointReceive);
   return got;
+}
+
+EndpointWake* Pipeline::endpoint_wake(std::uint16_t endpoint) const noexcept {
+  return endpoint < wakes_.size() ? wakes_[endpoint].get() : nullptr;
 }
 
 std::size_t Pipeline::endpoint_queued(std::uint16_t endpoint) const noexcept {

@@ -1,6 +1,10 @@
 #include "pipeline/extra/extra.hh"
 
+#include <sys/epoll.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,7 +16,9 @@
 #include "pipeline/buf/audit.hh"
 #include "pipeline/buf/checked_free.hh"
 #include "pipeline/buf/pool.hh"
+#include "pipeline/dispatch/wake.hh"
 #include "pipeline/extra/kept_pools.hh"
+#include "pipeline/extra/wait.hh"
 #include "pipeline/filter/filter.hh"
 #include "pipeline/lcore/lcore.hh"
 #include "pipeline/ops/publisher.hh"
@@ -271,6 +277,7 @@ int api_destroy(rawpipe_pipeline* h) {
     owned.reset();
     (void)kept_pools::keep(std::move(pools));
   }
+  if (h->any_epoll_fd >= 0) ::close(h->any_epoll_fd);
   delete h;
   kept_pools::reap_all();
   return 0;
@@ -552,6 +559,7 @@ int api_get_stats(rawpipe_pipeline* h, rawpipe_stats* out) {
       d.delivered = s.delivered_per_endpoint[e];
       d.queued = p.endpoint_queued(e);
       d.ring_full = s.ring_full_per_endpoint[e];
+      if (const EndpointWake* w = p.endpoint_wake(e)) d.wakeups = w->wakeups.load(std::memory_order_relaxed);
     }
   }
   if (has(offsetof(rawpipe_stats, n_filters) + sizeof r.n_filters)) {
@@ -666,11 +674,90 @@ int api_counters(rawpipe_api_counters* out) {
   return 0;
 }
 
+// Every ring endpoint with its descriptor created (endpoint_fd(RAWPIPE_ANY_ENDPOINT)).
+std::vector<std::uint16_t> ring_endpoints(const Pipeline& p) {
+  std::vector<std::uint16_t> out;
+  for (std::uint16_t e = 0; e < p.endpoint_count(); ++e)
+    if (p.endpoint_wake(e)) out.push_back(e);
+  return out;
+}
+
+int api_endpoint_fd(rawpipe_pipeline* h, std::uint16_t ep) {
+  if (!check_handle(h, "endpoint_fd")) return -1;
+  Pipeline& p = *h->pipeline;
+  if (ep != RAWPIPE_ANY_ENDPOINT) {
+    if (!ring_endpoint_ok(h, ep, "endpoint_fd")) return -1;
+    auto fd = wake_fd(*p.endpoint_wake(ep));
+    return fd ? fd.value() : fail(h, "endpoint_fd: " + fd.message());
+  }
+  if (h->any_epoll_fd >= 0) return h->any_epoll_fd;
+  const int ep_fd = epoll_create1(EPOLL_CLOEXEC);
+  if (ep_fd < 0) return fail(h, fmt::format("endpoint_fd: epoll_create1: {}", std::strerror(errno)));
+  for (std::uint16_t e : ring_endpoints(p)) {
+    auto fd = wake_fd(*p.endpoint_wake(e));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u32 = e;
+    if (!fd || epoll_ctl(ep_fd, EPOLL_CTL_ADD, fd.value(), &ev) != 0) {
+      const std::string why = fd ? std::string(std::strerror(errno)) : fd.message();
+      ::close(ep_fd);
+      return fail(h, fmt::format("endpoint_fd: endpoint {}: {}", e, why));
+    }
+  }
+  h->any_epoll_fd = ep_fd;
+  return ep_fd;
+}
+
+int api_arm_fd(rawpipe_pipeline* h, std::uint16_t ep) {
+  if (!check_handle(h, "arm_fd")) return -1;
+  Pipeline& p = *h->pipeline;
+  auto arm_one = [&](std::uint16_t e) -> int {
+    EndpointWake& w = *p.endpoint_wake(e);
+    if (w.fd < 0) return bad_argument(h, fmt::format("arm_fd: endpoint {} has no descriptor yet; call endpoint_fd first", e));
+    return wake_arm(w, p, e) ? 1 : 0;
+  };
+  if (ep != RAWPIPE_ANY_ENDPOINT) {
+    if (!ring_endpoint_ok(h, ep, "arm_fd")) return -1;
+    return arm_one(ep);
+  }
+  if (h->any_epoll_fd < 0)
+    return bad_argument(h, "arm_fd: call endpoint_fd(RAWPIPE_ANY_ENDPOINT) before arming it");
+  int ready = 0;
+  for (std::uint16_t e : ring_endpoints(p)) {
+    const int r = arm_one(e);
+    if (r < 0) return -1;
+    ready |= r;
+  }
+  return ready;
+}
+
+int api_recv_wait(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_packet* out, unsigned max, int timeout_ms) {
+  if (!check_handle(h, "recv_wait")) return -1;
+  if (!ring_endpoint_ok(h, ep, "recv_wait") || !array_ok(h, out, max, "recv_wait")) return -1;
+  const int fd = api_endpoint_fd(h, ep);
+  if (fd < 0) return -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms);
+  for (;;) {
+    const int n = api_recvfrom_zcopy(h, ep, out, max);
+    if (n != 0 || max == 0) return n;
+    if (wake_arm(*h->pipeline->endpoint_wake(ep), *h->pipeline, ep)) continue;
+    int left = -1;
+    if (timeout_ms >= 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) return 0;
+      left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+    }
+    auto woke = wake_sleep(fd, left);
+    if (!woke) return fail(h, "recv_wait: " + woke.message());
+    if (!woke.value()) return api_recvfrom_zcopy(h, ep, out, max);  // timed out: one last look
+  }
+}
+
 constexpr rawpipe_api_t kApi = {
     RAWPIPE_EXTRA_ABI_VERSION,
     sizeof(rawpipe_api_t),
     RAWPIPE_CAP_FILTERS | RAWPIPE_CAP_ZCOPY_RECV | RAWPIPE_CAP_COMPLETIONS | RAWPIPE_CAP_RULES | RAWPIPE_CAP_STATS |
-        RAWPIPE_CAP_PLUGINS | RAWPIPE_CAP_ALLOCATOR | RAWPIPE_CAP_OFFLOAD,
+        RAWPIPE_CAP_PLUGINS | RAWPIPE_CAP_ALLOCATOR | RAWPIPE_CAP_OFFLOAD | RAWPIPE_CAP_WAIT,
     &api_create,
     &api_start,
     &api_stop,
@@ -696,6 +783,9 @@ constexpr rawpipe_api_t kApi = {
     &api_counters,
     &api_get_stats,
     &api_drop_reason_name,
+    &api_endpoint_fd,
+    &api_arm_fd,
+    &api_recv_wait,
 };
 
 int api_load_filter_plugin(rawpipe_pipeline* h, const char* path, const char* attach, const char* const* keys,

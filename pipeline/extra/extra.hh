@@ -31,6 +31,7 @@ struct rawpipe_pipeline {
   std::uint16_t next_endpoint = 0;       // poll(RAWPIPE_ANY_ENDPOINT) rotation
   // The stats segment of a pipeline from create() ([metrics] stats_segment), as rawpipe run has.
   std::unique_ptr<rawpipe::ops::StatsPublisher> publisher;
+  int any_epoll_fd = -1;                 // endpoint_fd(RAWPIPE_ANY_ENDPOINT), closed by destroy
 };
 
 namespace rawpipe {
