@@ -140,9 +140,11 @@ int run_command(const RunOptions& options) {
   ops::StatsPublisher publisher;
   publisher.set_extension(add_e2e);
   const std::string stats_name = std::filesystem::path(options.config).stem().string();
-  if (Status s = publisher.start(*pipeline, stats_name, std::chrono::milliseconds(
-                                     std::max<long>(100, static_cast<long>(plan.stats_interval_s * 1000))));
-      !s)
+  if (!plan.metrics.stats_segment) {
+    // [metrics] stats_segment = false: no segment.
+  } else if (Status s = publisher.start(*pipeline, stats_name, std::chrono::milliseconds(
+                                            std::max<long>(100, static_cast<long>(plan.stats_interval_s * 1000))));
+             !s)
     fmt::print(stderr, "rawpipe: live stats unavailable: {}\n", s.message());
   // Prometheus /metrics ([metrics] listen): asked for explicitly, so failing to serve it stops the run.
   ops::MetricsServer metrics;

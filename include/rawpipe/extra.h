@@ -12,8 +12,10 @@
  *
  * Ownership rules (the whole contract):
  *  - A filter callback runs on an lcore thread, after parse and classify, before the packet is
- *    queued to its endpoint. It must not block, allocate or call back into the pipeline except
- *    ref_buff/free_buff. The rawpipe_packet it sees is valid only during the call.
+ *    queued to its endpoint. It must not block or allocate. The rawpipe_packet it sees is valid
+ *    only during the call. Control calls from a callback: create, start, stop, destroy and
+ *    load_filter_plugin return -1 at once (they would wait for the lcores, or stall this one);
+ *    every other call works (remove_rule then returns without waiting for the other lcores).
  *  - RAWPIPE_HOLD hands the buffer to the filter's owner: it must call free_buff(pkt->handle)
  *    exactly once, later, from any thread. A held packet counts as delivered to its endpoint.
  *  - recvfrom_zcopy and poll hand buffers to the caller; free_packets / free_buff return them.
@@ -35,11 +37,23 @@
 extern "C" {
 #endif
 
-#define RAWPIPE_EXTRA_ABI_VERSION 1u
-/* Minor revisions of ABI version 1 (fields appended to rawpipe_api_t):
- *   0  the first table (create .. set_allocator)
- *   1  set_endpoint_offload (RAWPIPE_CAP_OFFLOAD) */
-#define RAWPIPE_EXTRA_ABI_MINOR 1u
+#define RAWPIPE_EXTRA_ABI_VERSION 2u
+/* ABI version 2 (version 1 had no users outside this tree, so nothing keeps it alive):
+ *  - every entry point checks its arguments: a NULL or unknown handle, an unknown endpoint, port
+ *    or queue, a NULL array or string give -1 (NULL) and count in rawpipe_api_counters, never a
+ *    crash; with a NULL or unknown handle, last_error(NULL) says why;
+ *  - ref_buff, free_buff, free_packets return a status and refuse a NULL, a pointer that is no
+ *    rawpipe buffer, a buffer already free (see free_buff);
+ *  - destroy returns a status and keeps the pools of buffers the application still holds;
+ *  - api_counters, get_stats, drop_reason_name, endpoint_fd, arm_fd, recv_wait appended; a pipeline from create() publishes
+ *    the stats segment that `rawpipe stat` reads, as `rawpipe run` does ([metrics]
+ *    stats_segment = false turns it off);
+ *  - the values of VMA and XLIO: verdicts DROP = 0, RECV = 1, HOLD = 2 (were RECV = 0, DROP = 1);
+ *    allocator flags TX = 1 << 0, RX = 1 << 1, TX_ZC = 1 << 2 (were RX = 1 << 0, TX = 1 << 1).
+ *    RAWPIPE_FILTER_PLUGIN_ABI_VERSION is 2 for the same reason.
+ * Minor revisions of ABI version 2 (fields appended to rawpipe_api_t):
+ *   0  the table of version 2 */
+#define RAWPIPE_EXTRA_ABI_MINOR 0u
 
 /* Capability bits of rawpipe_api_t::caps. */
 #define RAWPIPE_CAP_FILTERS (1ull << 0)       /* endpoint_filter, queue_filter */
@@ -49,11 +63,14 @@ extern "C" {
 #define RAWPIPE_CAP_STATS (1ull << 4)         /* dump_fd_stats */
 #define RAWPIPE_CAP_PLUGINS (1ull << 5)       /* load_filter_plugin */
 #define RAWPIPE_CAP_ALLOCATOR (1ull << 6)     /* set_allocator */
-#define RAWPIPE_CAP_OFFLOAD (1ull << 7)       /* set_endpoint_offload (minor 1) */
+#define RAWPIPE_CAP_OFFLOAD (1ull << 7)       /* set_endpoint_offload */
+#define RAWPIPE_CAP_WAIT (1ull << 8)          /* endpoint_fd, arm_fd, recv_wait */
 
-/* Filter verdicts. Any other value returned by a filter is counted as filter_invalid_verdict and
- * the packet is dropped. */
-enum rawpipe_verdict { RAWPIPE_RECV = 0, RAWPIPE_DROP = 1, RAWPIPE_HOLD = 2 };
+/* Filter verdicts, with the values of VMA's vma_recv_callback_retval_t (VMA_PACKET_DROP = 0,
+ * VMA_PACKET_RECV = 1, VMA_PACKET_HOLD = 2), so a ported callback that returns VMA's enum or a
+ * literal keeps its meaning (version 1 had RECV = 0, DROP = 1). Any other value returned by a
+ * filter is counted as filter_invalid_verdict and the packet is dropped. */
+enum rawpipe_verdict { RAWPIPE_DROP = 0, RAWPIPE_RECV = 1, RAWPIPE_HOLD = 2 };
 
 /* An address as received: family 4 or 6 (0 when the packet has no IP header); IPv4 in the first
  * 4 bytes of addr, network byte order; port in host byte order (0 without UDP/TCP). */
@@ -104,11 +121,14 @@ typedef void (*rawpipe_filter_burst_fn)(const struct rawpipe_packet *pkts, int *
 /* Memory for pool regions. alloc must return 4 KiB-aligned memory or NULL. */
 typedef void *(*rawpipe_alloc_fn)(size_t bytes, void *ctx);
 typedef void (*rawpipe_free_fn)(void *addr, void *ctx);
-/* Which pools use it: RX = pools some port receives into (their buffers are also what echo and
- * forward transmit); TX = pools no port receives into (buffers the application allocates to
- * send). */
-#define RAWPIPE_ALLOC_RX (1u << 0)
-#define RAWPIPE_ALLOC_TX (1u << 1)
+/* Which pools use it, with the values of XLIO's IOCTL_USER_ALLOC_TX / _RX / _TX_ZC (version 1 had
+ * RX = 1 << 0, TX = 1 << 1): RX = pools some port receives into (their buffers are also what echo
+ * and forward transmit); TX = pools no port receives into (buffers the application allocates to
+ * send). rawpipe transmits every buffer without a copy, so TX_ZC selects the same pools as TX;
+ * either bit is enough. */
+#define RAWPIPE_ALLOC_TX (1u << 0)
+#define RAWPIPE_ALLOC_RX (1u << 1)
+#define RAWPIPE_ALLOC_TX_ZC (1u << 2)
 
 #define RAWPIPE_ANY_ENDPOINT 0xffffu
 
@@ -116,6 +136,74 @@ typedef void (*rawpipe_free_fn)(void *addr, void *ctx);
 enum rawpipe_log_level { RAWPIPE_LOG_ERROR = 0, RAWPIPE_LOG_WARN = 1, RAWPIPE_LOG_INFO = 2, RAWPIPE_LOG_DEBUG = 3 };
 
 typedef struct rawpipe_pipeline rawpipe_pipeline;
+
+/* ---- Statistics through the API (get_stats) ---- */
+#define RAWPIPE_STATS_MAX_DROP_REASONS 32u
+
+struct rawpipe_endpoint_stats {
+  char name[32];          /* NUL-terminated, truncated */
+  uint16_t id;
+  uint8_t action;         /* 0 ring, 1 sink, 2 echo, 3 forward */
+  uint8_t offloaded;      /* set_endpoint_offload state */
+  uint32_t reserved;
+  uint64_t delivered;     /* queued to its ring, counted by its sink, or held by a filter */
+  uint64_t queued;        /* in its rings now, not yet received (VMA's socket_ready_queue_pkt_count) */
+  uint64_t ring_full;     /* dropped: its ring was full (the consumer did not keep up) */
+  uint64_t wakeups;       /* times an lcore signalled its descriptor (endpoint_fd) */
+};
+
+struct rawpipe_filter_stats {
+  char name[48];          /* plugin name, the callback's symbol, or its address */
+  uint8_t on_queue;       /* attached to (port, queue), else to endpoint */
+  uint8_t attached;       /* still the filter of its attachment point (else: removed ones, summed) */
+  uint16_t endpoint;
+  uint16_t port;
+  uint16_t queue;
+  uint64_t seen, recv, drop, hold, invalid;
+};
+
+struct rawpipe_pool_stats {
+  char name[32];
+  uint32_t count;         /* buffers in the pool */
+  uint32_t outstanding;   /* not back in the pool (held by ports, lcores, rings, the application) */
+};
+
+/* Versioned by size: set size = sizeof(struct rawpipe_stats), and give arrays (or NULL) with
+ * their capacity in *_max; the library fills what fits and says in n_* how many there are. */
+struct rawpipe_stats {
+  uint32_t size;
+  uint32_t n_drop_reasons;                        /* out: entries of drops[] in use */
+  uint64_t rx_packets;
+  uint64_t rx_bytes;
+  uint64_t delivered;
+  uint64_t transmitted;
+  uint64_t dropped;                               /* sum of drops[] */
+  uint64_t drops[RAWPIPE_STATS_MAX_DROP_REASONS]; /* by reason: drop_reason_name(i) */
+  struct rawpipe_endpoint_stats *endpoints;
+  uint32_t endpoints_max;
+  uint32_t n_endpoints;
+  struct rawpipe_filter_stats *filters;
+  uint32_t filters_max;
+  uint32_t n_filters;
+  struct rawpipe_pool_stats *pools;
+  uint32_t pools_max;
+  uint32_t n_pools;
+};
+
+/* Refused calls, process-wide since the library loaded. Versioned by size: set size to
+ * sizeof(struct rawpipe_api_counters) before the call; the library fills the fields it knows
+ * that fit and leaves the rest alone. */
+struct rawpipe_api_counters {
+  uint32_t size;
+  uint32_t reserved;
+  uint64_t bad_handle;         /* NULL or unknown rawpipe_pipeline handle */
+  uint64_t bad_argument;       /* unknown endpoint/port/queue/plugin, NULL array or string, bad flags */
+  uint64_t free_null;          /* free_buff / free_packets / ref_buff of NULL */
+  uint64_t free_foreign;       /* a pointer into no pool, into a header, or a header naming another pool */
+  uint64_t free_already_free;  /* a buffer in its pool, or freed already and on its way back */
+  uint64_t free_payload_mapped;/* a payload pointer, accepted and mapped to its buffer (not an error) */
+  uint64_t from_callback;      /* create/start/stop/destroy/load_filter_plugin from a filter callback */
+};
 
 typedef struct rawpipe_api {
   uint32_t abi_version;      /* RAWPIPE_EXTRA_ABI_VERSION of the library */
@@ -126,9 +214,13 @@ typedef struct rawpipe_api {
   rawpipe_pipeline *(*create)(const char *config_file);
   int (*start)(rawpipe_pipeline *p);
   int (*stop)(rawpipe_pipeline *p);
-  /* Frees the handle; an owned pipeline is stopped and freed; a wrapped one that still runs with
-   * plugins loaded is stopped first (their code is unloaded here). */
-  void (*destroy)(rawpipe_pipeline *p);
+  /* Frees the handle; an owned pipeline (from create) is stopped and freed; a wrapped one that
+   * still runs with plugins loaded is stopped first (their code is unloaded here). Buffers the
+   * application still holds stay valid: the pools they belong to are kept until the last of them
+   * is freed (free_buff, or free_packets with p = NULL, since the handle is gone), then their
+   * memory goes (to the user allocator's free, if any). Returns 0, or -1 for a NULL or unknown
+   * handle or a call from a filter callback. */
+  int (*destroy)(rawpipe_pipeline *p);
   const char *(*last_error)(const rawpipe_pipeline *p);
   int (*endpoint_id)(const rawpipe_pipeline *p, const char *name);  /* -1 when unknown */
 
@@ -139,32 +231,51 @@ typedef struct rawpipe_api {
   int (*queue_filter)(rawpipe_pipeline *p, uint16_t port, uint16_t queue, rawpipe_filter_fn fn,
                       rawpipe_filter_burst_fn burst, void *ctx);
 
-  /* Receive (RAWPIPE_CAP_ZCOPY_RECV), for ring endpoints. recvfrom_zcopy returns how many
-   * packets it wrote to pkts (0: none waiting); free_packets returns them to their pools, through
-   * the lcores that received them while the pipeline runs (one consumer thread per endpoint). recv
-   * copies one packet's payload into buf (truncating, like recvfrom) and frees the buffer; it
-   * returns the bytes copied, 0 when none is waiting, -1 for a bad endpoint; src may be NULL. */
+  /* Receive (RAWPIPE_CAP_ZCOPY_RECV), for ring endpoints (on a sink, echo or forward endpoint
+   * they return -1 with errno EOPNOTSUPP: nothing is ever queued there). recvfrom_zcopy returns
+   * how many packets it wrote to pkts (0: none waiting); free_packets returns them to their pools,
+   * through the lcores that received them while the pipeline runs (one consumer thread per
+   * endpoint). recv copies one packet's payload into buf (truncating, like recvfrom) and frees
+   * the buffer; like a non-blocking recvfrom it returns the bytes copied (0 for an empty
+   * datagram), or -1 with errno EAGAIN when none is waiting (EBADF, EINVAL, EOPNOTSUPP for a bad
+   * handle, endpoint or buffer); src may be NULL.
+   * free_packets checks each handle as free_buff does; it frees every good one and returns 0, or
+   * -1 when it refused any (last_error says which and why). p may be NULL (after destroy): the
+   * buffers then go straight to their pools. */
   int (*recvfrom_zcopy)(rawpipe_pipeline *p, uint16_t endpoint, struct rawpipe_packet *pkts, unsigned max);
-  void (*free_packets)(rawpipe_pipeline *p, const struct rawpipe_packet *pkts, unsigned n);
+  int (*free_packets)(rawpipe_pipeline *p, const struct rawpipe_packet *pkts, unsigned n);
   long (*recv)(rawpipe_pipeline *p, uint16_t endpoint, void *buf, size_t len, struct rawpipe_addr *src);
 
   /* Completions (RAWPIPE_CAP_COMPLETIONS): poll one endpoint or RAWPIPE_ANY_ENDPOINT. */
   int (*set_user_data)(rawpipe_pipeline *p, uint16_t endpoint, uint64_t user_data);
   int (*poll)(rawpipe_pipeline *p, uint16_t endpoint, struct rawpipe_completion *out, unsigned max);
-  void (*ref_buff)(void *handle);
-  void (*free_buff)(void *handle);
+  /* ref_buff adds a holder, free_buff drops one (the buffer returns to its pool at zero); from
+   * any thread. Both return 0, or -1 (last_error(NULL) says why, a counter in api_counters)
+   * without touching anything for: NULL; a pointer into no rawpipe pool, into a buffer's header
+   * or between buffers; a buffer already free (also one freed by another thread at the same
+   * time: one of the two frees wins). A pointer into a buffer's data (the payload iov_base, as
+   * VMA applications keep) is mapped to its buffer and accepted (counted as payload_mapped). A
+   * buffer freed and handed out again cannot be told from a live one: a late second free then
+   * frees the new holder's buffer, as with any allocator. */
+  int (*ref_buff)(void *handle);
+  int (*free_buff)(void *handle);
 
   /* Rules at run time (RAWPIPE_CAP_RULES): "ENDPOINT: RULE" in the grammar of docs/rules.md.
    * Returns the rule id (> 0) for remove_rule, or -1. */
   long (*add_conf_rule)(rawpipe_pipeline *p, const char *line);
   int (*remove_rule)(rawpipe_pipeline *p, uint32_t rule_id);
 
-  /* Stats (RAWPIPE_CAP_STATS): endpoint RAWPIPE_ANY_ENDPOINT dumps them all, to stderr, when
-   * level <= the RAWPIPE_LOG_LEVEL environment variable (default RAWPIPE_LOG_INFO). */
+  /* Stats (RAWPIPE_CAP_STATS): one line per endpoint (delivered, queued, ring_full, rules,
+   * user_data; at RAWPIPE_LOG_DEBUG also its filters), to stderr, when level <= the
+   * RAWPIPE_LOG_LEVEL environment variable (default RAWPIPE_LOG_INFO). RAWPIPE_ANY_ENDPOINT
+   * dumps every endpoint (0 is endpoint 0, not all). */
   int (*dump_fd_stats)(rawpipe_pipeline *p, uint16_t endpoint, int level);
 
-  /* Plugins (RAWPIPE_CAP_PLUGINS): attach "endpoint NAME" or "queue PORT:QUEUE"; config is n
-   * key/value strings handed to the plugin. */
+  /* Plugins (RAWPIPE_CAP_PLUGINS): path is a file path or a bare name looked for as the config's
+   * [[filters]] path is (the pipeline's [run] plugin_dirs, RAWPIPE_PLUGIN_PATH, the build's and
+   * the install's plugin directories); attach "endpoint NAME" or "queue PORT:QUEUE", refused when
+   * that point already has a filter (as the config refuses two); config is n key/value strings
+   * handed to the plugin. */
   /* Returns the plugin's number (>= 0) for plugin_report, or -1. Plugins stay loaded until
    * destroy(). */
   int (*load_filter_plugin)(rawpipe_pipeline *p, const char *path, const char *attach, const char *const *keys,
@@ -186,6 +297,35 @@ typedef struct rawpipe_api {
    * the kernel stack receives that traffic; on other ports (synth, pcap, AF_PACKET, MANA) its
    * packets are dropped and counted as endpoint_offload_off. on = 1 restores it. Returns 0 or -1. */
   int (*set_endpoint_offload)(rawpipe_pipeline *p, uint16_t endpoint, int on);
+
+  /* Process-wide counts of calls the API refused (see struct rawpipe_api_counters); out->size
+   * must be set by the caller. Returns 0, or -1 for a NULL out or a size below the first
+   * fields. */
+  int (*api_counters)(struct rawpipe_api_counters *out);
+
+  /* Statistics (RAWPIPE_CAP_STATS): rx, drops by reason, per endpoint delivered / queued /
+   * ring_full, per filter verdicts, buffers outstanding per pool (struct rawpipe_stats). Any
+   * thread, while lcores run. Returns 0, or -1 for a bad handle, NULL out or a size below
+   * offsetof(struct rawpipe_stats, endpoints). */
+  int (*get_stats)(rawpipe_pipeline *p, struct rawpipe_stats *out);
+  /* The name of drop reason i ("no_match", "filter_drop", "endpoint_ring_full", ...), NULL
+   * beyond the last. */
+  const char *(*drop_reason_name)(unsigned reason);
+
+  /* Waiting (RAWPIPE_CAP_WAIT), for ring endpoints. endpoint_fd gives a descriptor for
+   * epoll/poll/select that becomes readable when packets are waiting: an eventfd per endpoint,
+   * or with RAWPIPE_ANY_ENDPOINT an epoll descriptor over every ring endpoint's. It signals only
+   * while armed: when the consumer runs out of packets it calls arm_fd, and sleeps unless that
+   * returned 1 (packets already waiting; then receive again). An lcore writes the eventfd once
+   * per arming and never while the consumer busy-polls. The descriptors belong to the handle
+   * (destroy closes them); one consumer thread per endpoint. Both return -1 for a bad handle or
+   * a non-ring endpoint.
+   * recv_wait is recvfrom_zcopy that sleeps (on the descriptor) up to timeout_ms while nothing is
+   * waiting (-1: no limit); it returns the packets received, 0 on timeout, -1 on error. */
+  int (*endpoint_fd)(rawpipe_pipeline *p, uint16_t endpoint);
+  int (*arm_fd)(rawpipe_pipeline *p, uint16_t endpoint);
+  int (*recv_wait)(rawpipe_pipeline *p, uint16_t endpoint, struct rawpipe_packet *pkts, unsigned max,
+                   int timeout_ms);
 } rawpipe_api_t;
 
 /* Whether a table from rawpipe_get_api() has `field` (it may come from an older minor revision). */

@@ -26,7 +26,9 @@
 extern "C" {
 #endif
 
-#define RAWPIPE_FILTER_PLUGIN_ABI_VERSION 1u
+/* 2: the verdict values became VMA's (DROP 0, RECV 1, HOLD 2) and the Extra API table of version
+ * 2 is what create() receives; a plugin built for version 1 would return inverted verdicts. */
+#define RAWPIPE_FILTER_PLUGIN_ABI_VERSION 2u
 #define RAWPIPE_FILTER_PLUGIN_ENTRY rawpipe_filter_plugin_entry
 #define RAWPIPE_FILTER_PLUGIN_ENTRY_NAME "rawpipe_filter_plugin_entry"
 

@@ -46,6 +46,7 @@ namespace rawpipe {
 
 // The engine's parts; internal (pipeline/), opaque here.
 class EndpointQueues;
+struct EndpointWake;
 class FilterPlugin;
 class FilterStage;
 struct PipelineParts;
@@ -78,6 +79,7 @@ struct PipelineSnapshot {
   std::vector<LcoreStats> lcores;             // in plan order
   LcoreStats total;                           // sum over lcores (id and cpu meaningless)
   std::vector<std::uint64_t> delivered_per_endpoint;   // by endpoint id
+  std::vector<std::uint64_t> ring_full_per_endpoint;   // by endpoint id: dropped, its ring was full
   std::vector<std::uint64_t> transmitted_per_port;     // by port id
 };
 
@@ -170,6 +172,12 @@ class RAWPIPE_API Pipeline {
   // returns how many; the caller owns them and frees them with mbuf_free_bulk (from any thread).
   // One consumer thread per endpoint at a time. Returns 0 for endpoints without rings.
   unsigned endpoint_receive(std::uint16_t endpoint, Mbuf** out, unsigned n) noexcept;
+  // Packets queued to a ring endpoint and not yet received (VMA's socket_ready_queue_pkt_count);
+  // 0 for other endpoints. Any thread; exact only when nobody enqueues or dequeues.
+  std::size_t endpoint_queued(std::uint16_t endpoint) const noexcept;
+  // The wake-up state of a ring endpoint's consumer (pipeline/dispatch/wake.hh, internal), null
+  // for other endpoints. Lives as long as the pipeline.
+  EndpointWake* endpoint_wake(std::uint16_t endpoint) const noexcept;
   // Frees packets the caller got from endpoint_receive(endpoint, ...) and no longer needs, like
   // VMA's free_packets returning buffers to their ring: the pointers go back to the lcore that
   // queued them, on a return ring per (endpoint, lcore), and that lcore frees them between its
@@ -184,7 +192,9 @@ class RAWPIPE_API Pipeline {
   // Rules at run time (MT-safe among control threads; lcores keep running and lose nothing: the
   // new table is published atomically and the old one freed once every lcore has moved past it).
   // The rule text uses the grammar of pipeline/classify/rule.hh; `port NAME` must name a port.
-  // remove_rule returns once no lcore can classify another packet with the removed rule.
+  // remove_rule returns once no lcore can classify another packet with the removed rule; called
+  // from a filter callback (on an lcore) it returns without that wait, and lcores may still
+  // classify the burst in progress with it.
   Result<std::uint32_t> add_rule(std::uint16_t endpoint, std::string_view rule);
   Status remove_rule(std::uint32_t rule_id);
   std::vector<RuleInfo> rules() const;
@@ -234,6 +244,10 @@ class RAWPIPE_API Pipeline {
   Port& port(std::uint16_t id);
   const Port& port(std::uint16_t id) const;
   const Pool* pool(std::string_view name) const noexcept;
+  // Hands the pools to the caller after stop(): the Extra API's destroy keeps the pools of
+  // buffers the application still holds (pipeline/extra/kept_pools.hh) while the rest of the
+  // pipeline goes.
+  std::vector<std::unique_ptr<Pool>> release_pools() noexcept;
   const Plan& plan() const noexcept { return plan_; }
   // Capture taps in plan order (pipeline/capture/tap.hh: stats(), files()).
   std::vector<const TapWriter*> taps() const;

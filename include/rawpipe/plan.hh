@@ -79,6 +79,9 @@ struct EndpointPlan {
 struct MetricsPlan {
   std::string listen;                      // "IPV4:PORT" serving GET /metrics; empty: none
   std::uint32_t latency_sample = kDefaultLatencySample;  // time one queue poll in N; 0: off
+  // Publish the stats segment /dev/shm/rawpipe-NAME (rawpipe stat) for this pipeline, also when
+  // it is created through the Extra API. false: none.
+  bool stats_segment = true;
 };
 
 // A [[filters]] entry (pipeline/config/filters_section.hh): a filter plugin the engine loads and
@@ -121,6 +124,11 @@ struct Plan {
   std::vector<LcorePlan> lcores;
   std::vector<FilterPlan> filters;         // attached in this order
   std::vector<TapConfig> taps;             // [[taps]]: capture taps (config/taps_section.hh)
+  // [run] plugin_dirs: where the [[filters]] plugins (and the Extra API's load_filter_plugin on
+  // this pipeline) may come from, and where bare plugin names are looked for first. Unset: the
+  // process-wide setting (pipeline/privilege/plugin_path.hh).
+  bool plugin_dirs_set = false;
+  std::vector<std::string> plugin_dirs;
   DefaultAction default_action = DefaultAction::kDrop;
   std::uint16_t default_endpoint = 0;      // for kEndpoint
   double duration_s = 0;                   // 0: until SIGINT/SIGTERM

@@ -1,6 +1,7 @@
 #include "pipeline/buf/pool.hh"
 
 #include "pipeline/buf/audit.hh"
+#include "pipeline/buf/checked_free.hh"
 
 #include <sys/mman.h>
 
@@ -91,12 +92,19 @@ Result<std::unique_ptr<Pool>> Pool::create(const PoolConfig& config) {
       mem = mmap(nullptr, huge_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (mem == MAP_FAILED)
         return Status::errorf("pool '{}': cannot map {} bytes: {}", config.name, huge_bytes, std::strerror(errno));
-      // Best effort: without THP the pool still works, only with more TLB misses.
-      (void)madvise(mem, huge_bytes, MADV_HUGEPAGE);
       pool->region_bytes_ = huge_bytes;
-      pool->memory_notice_ = fmt::format(
-          "pool {}: {:.1f} MiB of anonymous memory advised for transparent huge pages (no 2 MiB hugepages reserved)",
-          config.name, mib);
+      if (config.huge_pages == HugePages::kNever) {
+        // "never" means plain pages: no hugetlb and no transparent huge pages either.
+        (void)madvise(mem, huge_bytes, MADV_NOHUGEPAGE);
+        pool->memory_notice_ =
+            fmt::format("pool {}: {:.1f} MiB of anonymous memory on plain pages (huge_pages = \"never\")", config.name, mib);
+      } else {
+        // Best effort: without THP the pool still works, only with more TLB misses.
+        (void)madvise(mem, huge_bytes, MADV_HUGEPAGE);
+        pool->memory_notice_ = fmt::format(
+            "pool {}: {:.1f} MiB of anonymous memory advised for transparent huge pages (no 2 MiB hugepages reserved)",
+            config.name, mib);
+      }
     }
     pool->mapped_ = true;
     pool->region_ = static_cast<std::uint8_t*>(mem);
@@ -127,10 +135,12 @@ Result<std::unique_ptr<Pool>> Pool::create(const PoolConfig& config) {
 #if RAWPIPE_MBUF_DEBUG
   audit_detail::register_pool(pool.get());
 #endif
+  buffer_regions::add(pool.get());
   return pool;
 }
 
 Pool::~Pool() {
+  if (region_) buffer_regions::remove(this);
 #if RAWPIPE_MBUF_DEBUG
   audit_detail::unregister_pool(this);
 #endif
@@ -234,8 +244,10 @@ void mbuf_free_bulk(Mbuf* const* bufs, unsigned n) noexcept {
     if (!audit_detail::check_free(m)) continue;  // foreign or already free: counted and reported
 #endif
     // Sole holder: nobody else can touch the count, so skip the atomic RMW (as rte_pktmbuf_prefree_seg).
-    // A5: acquire pairs with R3 of the holder that dropped the count to 1 after its last access.
-    if (m->refcnt.load(std::memory_order_acquire) != 1) {
+    // A5: acquire pairs with R3 of the holder that dropped the count to 1 after its last access,
+    // and with the acq_rel CAS of a checked free that left kRefReleased.
+    const std::uint16_t r = m->refcnt.load(std::memory_order_acquire);
+    if (r != 1 && r != kRefReleased) {
       // R3: release so our reads of the packet happen before the last holder recycles it;
       // acquire (for the last holder) pairs with the other holders' R3.
       if (m->refcnt.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
@@ -243,10 +255,9 @@ void mbuf_free_bulk(Mbuf* const* bufs, unsigned n) noexcept {
 #if RAWPIPE_MBUF_DEBUG
     if (!audit_detail::on_release(m)) continue;  // another free of the same buffer got here first
 #endif
-#if RAWPIPE_MBUF_DEBUG
-    // Zero marks the slot free, so a second free is visible to the ownership auditor.
+    // Zero marks the slot free: the checked frees of the Extra API (and the ownership auditor)
+    // refuse a second free. The line is in this core's cache already (the load above).
     m->refcnt.store(0, std::memory_order_relaxed);
-#endif
     if (m->pool != batch_pool || batched == kMaxBurst) {
       if (batched) batch_pool->put_bulk(batch, batched);
       batch_pool = m->pool;

@@ -105,6 +105,21 @@ void Classifier::synchronize() {
   }
 }
 
+std::uint64_t Classifier::retire_epoch() noexcept {
+  // R3 as in publish_locked(): a reader that reports the new epoch loads the new pointer next.
+  const std::uint64_t e = epoch_.fetch_add(1, std::memory_order_release) + 1;
+  // Pairs with the fence in reader_online(), as in publish_locked().
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return e;
+}
+
+bool Classifier::passed(std::uint64_t epoch) const noexcept {
+  for (unsigned i = 0; i < reader_count_; ++i)
+    // A3: pairs with R2: the reader finished with every object retired before the epoch it reports.
+    if (readers_[i].epoch.load(std::memory_order_acquire) < epoch) return false;
+  return true;
+}
+
 std::size_t Classifier::retired_count() const {
   std::lock_guard lock(mu_);
   return retired_.size();

@@ -67,6 +67,13 @@ class Classifier {
   std::size_t retired_count() const;
   std::uint64_t tables_published() const;
 
+  // The same quiescent-state scheme for other structures the lcores read within a pass (the
+  // filter stage's sets, pipeline/filter/filter.hh): after unpublishing an object, retire_epoch()
+  // returns the epoch E every online reader must report before the object may be freed, and
+  // passed(E) says whether all have. MT-safe, lock-free.
+  std::uint64_t retire_epoch() noexcept;
+  bool passed(std::uint64_t epoch) const noexcept;
+
  private:
   static constexpr std::uint64_t kOffline = ~std::uint64_t{0};
   struct alignas(kFalseSharingRange) Reader {

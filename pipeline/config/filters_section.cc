@@ -57,11 +57,13 @@ void load_filters(ConfigSection& root, Plan& plan) {
     bool ok = s.has("path") && !path.empty();
     if (s.has("path") && path.empty()) s.fail("path", "expected the path or name of a filter plugin, got \"\"");
     if (ok) {
-      auto resolved = resolve_plugin_path(path);
+      // [run] comes before [[filters]] in load order: its plugin_dirs govern these plugins.
+      const std::vector<std::string>* allowed = plan.plugin_dirs_set ? &plan.plugin_dirs : nullptr;
+      auto resolved = resolve_plugin_path(path, allowed);
       if (!resolved) {
         s.fail("path", resolved.message());
         ok = false;
-      } else if (Status probe = probe_filter_plugin(resolved.value()); !probe) {
+      } else if (Status probe = probe_filter_plugin(resolved.value(), allowed); !probe) {
         s.fail("path", probe.message());
         ok = false;
       } else {

@@ -1,5 +1,7 @@
 #include "rawpipe/config.hh"
 
+#include <sys/stat.h>
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -208,6 +210,8 @@ void load_run(ConfigSection& root, Plan& plan, AppSettings& app, unsigned cpus, 
   }
   app.consumer_cpu = static_cast<int>(s.integer("consumer_cpu", -1, 4095, -1));
   app.privilege = read_privilege_keys(s);
+  plan.plugin_dirs_set = app.privilege.plugin_dirs_set;
+  plan.plugin_dirs = app.privilege.plugin_dirs;
   if (app.consumer_cpu >= static_cast<int>(cpus))
     s.fail("consumer_cpu", fmt::format("cpu {} is beyond this machine's {} CPU{} (0 to {})", app.consumer_cpu, cpus,
                                        cpus == 1 ? "" : "s", cpus - 1));
@@ -339,6 +343,11 @@ Result<LoadedConfig> load_config_string(std::string_view text, const std::string
 }
 
 Result<LoadedConfig> load_config(const std::string& file, const LoadOptions& options) {
+  // An ifstream opens a directory and then reads nothing, which would surface as a confusing
+  // parse error; say what is wrong instead.
+  struct stat st {};
+  if (::stat(file.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return Status::errorf("{}: is a directory, not a config file; give the path of a .toml file", file);
   std::ifstream in(file, std::ios::binary);
   if (!in) return Status::errorf("{}: cannot open the config file: {}", file, std::strerror(errno));
   std::stringstream text;

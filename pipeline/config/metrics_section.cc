@@ -42,6 +42,7 @@ void load_metrics_section(ConfigSection& root, Plan& plan) {
     plan.metrics.listen = s.string("listen");
     if (auto a = parse_listen_address(plan.metrics.listen); !a) s.fail("listen", a.message());
   }
+  plan.metrics.stats_segment = s.boolean("stats_segment", true);
   plan.metrics.latency_sample =
       static_cast<std::uint32_t>(s.integer("latency_sample", 0, 1 << 20, plan.metrics.latency_sample));
   (void)s.finish();

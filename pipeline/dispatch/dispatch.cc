@@ -1,5 +1,7 @@
 #include "pipeline/dispatch/dispatch.hh"
 
+#include "pipeline/dispatch/wake.hh"
+
 #include <cstring>
 
 #include "pipeline/buf/pool.hh"
@@ -48,6 +50,7 @@ void Dispatcher::deliver_run(std::uint16_t d, Mbuf** run, unsigned k, Mbuf** to_
     if (r.action == EndpointAction::kRing) {
       done = r.ring->enqueue_burst(run, k);
       fail = DropReason::kEndpointRingFull;
+      if (r.wake && done) r.wake->after_enqueue();
     } else {
       // Sink: delivered, then freed here.
       for (unsigned j = 0; j < k; ++j) to_free[n_free++] = run[j];
@@ -68,6 +71,7 @@ void Dispatcher::deliver_run(std::uint16_t d, Mbuf** run, unsigned k, Mbuf** to_
   }
   if (done < k) [[unlikely]] {
     c.drops[static_cast<unsigned>(fail)].add(k - done);
+    if (fail == DropReason::kEndpointRingFull) c.ring_full_per_endpoint[d].add(k - done);
     for (unsigned j = done; j < k; ++j) {
       run[j]->drop_reason = static_cast<std::uint8_t>(fail);
       to_free[n_free++] = run[j];

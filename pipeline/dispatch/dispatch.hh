@@ -51,6 +51,7 @@ inline void make_verdicts(Mbuf* const* pkts, Verdict* verdicts, unsigned n) noex
 }
 
 using EndpointRing = SpscRing<Mbuf*>;
+struct EndpointWake;
 struct LcoreTaps;
 
 class Dispatcher {
@@ -60,6 +61,7 @@ class Dispatcher {
     EndpointAction action = EndpointAction::kSink;
     std::uint16_t forward_port = 0;   // kForward
     EndpointRing* ring = nullptr;     // kRing: this lcore's ring for the endpoint
+    EndpointWake* wake = nullptr;     // kRing: the consumer's descriptor to wait on (wake.hh)
     bool sockperf = false;            // kEcho: reply as a sockperf server (sockperf_echo.hh)
   };
 

@@ -124,6 +124,8 @@ Status build_classifier(const Plan& plan, PipelineParts& parts) {
   auto cls = Classifier::create(static_cast<unsigned>(plan.lcores.size()), rules, dflt);
   if (!cls) return cls.status().context(plan.source.empty() ? "classifier" : plan.source);
   parts.classifier = std::move(cls).value();
+  // The lcores are the classifier's readers and run the filter stage inside the same pass.
+  if (parts.filters) parts.filters->set_quiescence(parts.classifier.get());
   parts.config_rules = static_cast<std::uint32_t>(rules.size());
   return Status::ok();
 }
@@ -194,7 +196,8 @@ Result<std::unique_ptr<PipelineParts>> build_pipeline(const Plan& plan) {
   std::vector<std::uint16_t> rx_queues;
   for (const PortPlan& pp : plan.ports) rx_queues.push_back(pp.rx_queues);
   parts->filters = std::make_unique<FilterStage>(plan.endpoints.size(), rx_queues, plan.lcores.size());
-  auto plugins = attach_plan_filters(plan.filters, *parts->filters, rawpipe_get_api(RAWPIPE_EXTRA_ABI_VERSION));
+  auto plugins = attach_plan_filters(plan.filters, *parts->filters, rawpipe_get_api(RAWPIPE_EXTRA_ABI_VERSION),
+                                     plan.plugin_dirs_set ? &plan.plugin_dirs : nullptr);
   if (!plugins) return plugins.status();
   parts->plugins = std::move(plugins).value();
 

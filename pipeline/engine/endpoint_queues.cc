@@ -17,6 +17,7 @@ std::string where(const SourceLocation& w) {
 Result<std::unique_ptr<EndpointQueues>> EndpointQueues::create(const Plan& plan) {
   auto q = std::make_unique<EndpointQueues>();
   q->rings_.resize(plan.endpoints.size());
+  q->wakes_.resize(plan.endpoints.size());
   for (const EndpointPlan& ep : plan.endpoints) {
     if (ep.action != EndpointAction::kRing) continue;
     auto r = std::make_unique<EndpointRings>();
@@ -31,6 +32,7 @@ Result<std::unique_ptr<EndpointQueues>> EndpointQueues::create(const Plan& plan)
       r->returns.push_back(std::move(back).value());
     }
     q->rings_[ep.id] = std::move(r);
+    q->wakes_[ep.id] = std::make_unique<EndpointWake>();
   }
   return q;
 }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "pipeline/dispatch/wake.hh"
 #include "pipeline/buf/audit.hh"
 #include "rawpipe/mbuf.hh"
 #include "rawpipe/status.hh"
@@ -47,6 +48,19 @@ class EndpointQueues {
   }
   // The return rings lcore `lcore` frees from, one per ring endpoint.
   std::vector<EndpointRing*> returns_of(std::size_t lcore) const;
+  // The wake-up state of a ring endpoint's consumer (pipeline/dispatch/wake.hh); null for other
+  // endpoints. Lives as long as the queues.
+  EndpointWake* wake(std::uint16_t endpoint) const noexcept {
+    return endpoint < wakes_.size() ? wakes_[endpoint].get() : nullptr;
+  }
+  // Packets queued to a ring endpoint and not yet received; 0 for other endpoints. Any thread;
+  // exact only when nobody enqueues or dequeues.
+  std::size_t queued(std::uint16_t endpoint) const noexcept {
+    if (endpoint >= rings_.size() || !rings_[endpoint]) return 0;
+    std::size_t n = 0;
+    for (const auto& ring : rings_[endpoint]->per_lcore) n += ring->size();
+    return n;
+  }
 
   // Pipeline::endpoint_receive / endpoint_release (pipeline/engine/pipeline.hh has the contract).
   unsigned receive(std::uint16_t endpoint, Mbuf** out, unsigned n) noexcept {
@@ -102,6 +116,7 @@ class EndpointQueues {
   static void unlock_consumer(std::atomic<bool>& busy) noexcept { busy.store(false, std::memory_order_release); }
 
   std::vector<std::unique_ptr<EndpointRings>> rings_;  // by endpoint id; null for non-ring endpoints
+  std::vector<std::unique_ptr<EndpointWake>> wakes_;   // by endpoint id; null for non-ring endpoints
   // Written by the control thread in drain_at_stop(), read by stats threads in accounting():
   // relaxed, ordered for readers by RunControl's `running` (store release after the drain).
   std::atomic<std::uint64_t> drained_{0};

@@ -157,7 +157,9 @@ bool Pipeline::endpoint_offloaded(std::uint16_t endpoint) const { return parts_-
 Status Pipeline::remove_rule(std::uint32_t rule_id) {
   RAWPIPE_TRY(parts_->classifier->remove(rule_id));
   // Every lcore passes a quiescent point after the swap: no burst is still classified with it.
-  parts_->classifier->synchronize();
+  // Not from a filter callback: the calling lcore is inside its pass and would wait for itself.
+  // The old table is then freed by a later reclaim, once every lcore has moved past it.
+  if (current_lcore() < 0) parts_->classifier->synchronize();
   return push_steering(plan_, *parts_);
 }
 
@@ -184,6 +186,12 @@ const StageLatency* Pipeline::lcore_latency(std::size_t lcore) const noexcept {
   return lcore < parts_->lcores.size() ? parts_->lcores[lcore]->latency() : nullptr;
 }
 
+std::vector<std::unique_ptr<Pool>> Pipeline::release_pools() noexcept { return std::move(parts_->pools); }
+
+EndpointWake* Pipeline::endpoint_wake(std::uint16_t endpoint) const noexcept { return queues_->wake(endpoint); }
+
+std::size_t Pipeline::endpoint_queued(std::uint16_t endpoint) const noexcept { return queues_->queued(endpoint); }
+
 const Pool* Pipeline::pool(std::string_view name) const noexcept {
   for (const auto& p : parts_->pools)
     if (p->name() == name) return p.get();
@@ -196,6 +204,7 @@ PipelineSnapshot Pipeline::snapshot() const {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
   s.running = run_->running();
   s.delivered_per_endpoint.assign(plan_.endpoints.size(), 0);
+  s.ring_full_per_endpoint.assign(plan_.endpoints.size(), 0);
   s.transmitted_per_port.assign(plan_.ports.size(), 0);
   s.total.id = 0xffff;
   for (const auto& lc : parts_->lcores) {
@@ -210,7 +219,10 @@ PipelineSnapshot Pipeline::snapshot() const {
     st.delivered = c.delivered.load();
     st.transmitted = c.transmitted.load();
     for (std::size_t r = 0; r < kDropReasonCount; ++r) st.drops[r] = c.drops[r].load();
-    for (std::size_t e = 0; e < s.delivered_per_endpoint.size(); ++e) s.delivered_per_endpoint[e] += c.delivered_per_endpoint[e].load();
+    for (std::size_t e = 0; e < s.delivered_per_endpoint.size(); ++e) {
+      s.delivered_per_endpoint[e] += c.delivered_per_endpoint[e].load();
+      s.ring_full_per_endpoint[e] += c.ring_full_per_endpoint[e].load();
+    }
     for (std::size_t p = 0; p < s.transmitted_per_port.size(); ++p) s.transmitted_per_port[p] += c.transmitted_per_port[p].load();
     s.total.rx_packets += st.rx_packets;
     s.total.rx_bytes += st.rx_bytes;

@@ -77,6 +77,7 @@ Status RunControl::start() {
       r.forward_port = ep.forward_port_id;
       r.sockperf = ep.action == EndpointAction::kEcho && ep.echo_format == EchoFormat::kSockperf;
       r.ring = parts_.queues->ring(ep.id, l);
+      if (r.ring) r.wake = parts_.queues->wake(ep.id);
     }
     for (const Lcore::RxQueue& q : rx)
       if (!q.rx.burst) {
@@ -154,8 +155,9 @@ Status RunControl::stop() {
   stop_ports();
   if (parts_.queues) parts_.queues->drain_at_stop();
   if (parts_.classifier) parts_.classifier->reclaim();
-  if constexpr (kMbufAudit) {
+  if (kMbufAudit && running_.load(std::memory_order_relaxed)) {
     // What the application (or a filter's owner) still holds now leaks unless it frees it later.
+    // Once, at the stop that ended the run: stop() is idempotent and called again by destroy.
     for (const auto& pool : parts_.pools)
       if (std::string r = audit_report(*pool); !r.empty()) std::fprintf(stderr, "rawpipe: mbuf audit at stop: %s\n", r.c_str());
   }

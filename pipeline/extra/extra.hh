@@ -16,13 +16,22 @@
 #include "pipeline/filter/plugin.hh"
 #include "rawpipe/extra.h"
 
+namespace rawpipe::ops {
+class StatsPublisher;
+}
+
 struct rawpipe_pipeline {
+  rawpipe_pipeline();
+  ~rawpipe_pipeline();
   std::unique_ptr<rawpipe::Pipeline> owned;
   rawpipe::Pipeline* pipeline = nullptr;
   std::string error;
   std::vector<std::uint64_t> user_data;  // by endpoint
   std::vector<std::unique_ptr<rawpipe::FilterPlugin>> plugins;
   std::uint16_t next_endpoint = 0;       // poll(RAWPIPE_ANY_ENDPOINT) rotation
+  // The stats segment of a pipeline from create() ([metrics] stats_segment), as rawpipe run has.
+  std::unique_ptr<rawpipe::ops::StatsPublisher> publisher;
+  int any_epoll_fd = -1;                 // endpoint_fd(RAWPIPE_ANY_ENDPOINT), closed by destroy
 };
 
 namespace rawpipe {

@@ -2,9 +2,11 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "pipeline/buf/audit.hh"
+#include "pipeline/classify/classifier.hh"
 #include "pipeline/stats/tsc.hh"
 #include "pipeline/wire/wire.hh"
 
@@ -57,7 +59,66 @@ FilterStage::FilterStage(std::size_t endpoints, const std::vector<std::uint16_t>
   s->offload_off.assign(endpoints, 0);
   for (std::uint16_t q : rx_queues) s->by_queue.emplace_back(q);
   current_.store(s.get(), std::memory_order_relaxed);
-  sets_.push_back(std::move(s));
+  cur_ = std::move(s);
+}
+
+void FilterStage::set_quiescence(Classifier* c) {
+  std::lock_guard lock(mu_);
+  quiescence_ = c;
+}
+
+std::size_t FilterStage::retired_count() const {
+  std::lock_guard lock(mu_);
+  return retired_.size();
+}
+
+namespace {
+bool same_point(const FilterAttachPoint& a, const FilterAttachPoint& b) {
+  return a.on_queue == b.on_queue && (a.on_queue ? a.port == b.port && a.queue == b.queue : a.endpoint == b.endpoint);
+}
+// The counters blocks a set references.
+void counters_of(const FilterSet& s, std::vector<const FilterCounters*>& out) {
+  for (const FilterFn& f : s.by_endpoint)
+    if (f.counters) out.push_back(f.counters);
+  for (const auto& port : s.by_queue)
+    for (const FilterFn& f : port)
+      if (f.counters) out.push_back(f.counters);
+}
+}  // namespace
+
+void FilterStage::fold_locked(const FilterCounters& c) {
+  auto it = std::find_if(removed_.begin(), removed_.end(),
+                         [&](const FilterStats& r) { return r.name == c.name && same_point(r.at, c.at); });
+  if (it == removed_.end()) {
+    FilterStats st;
+    st.name = c.name;
+    st.at = c.at;
+    removed_.push_back(std::move(st));
+    it = removed_.end() - 1;
+  }
+  for (std::size_t l = 0; l < c.lcore_count; ++l) {
+    const FilterLcoreCounters& k = c.per_lcore[l];
+    it->seen += k.seen.load();
+    it->recv += k.recv.load();
+    it->drop += k.drop.load();
+    it->hold += k.hold.load();
+    it->invalid += k.invalid.load();
+    it->latency.merge(k.latency.snapshot());
+  }
+}
+
+void FilterStage::reclaim_locked() {
+  if (!quiescence_) return;
+  // Epochs grow with each retirement, so the sets that may go are a prefix.
+  std::size_t done = 0;
+  while (done < retired_.size() && quiescence_->passed(retired_[done].epoch)) ++done;
+  for (std::size_t i = 0; i < done; ++i) {
+    for (const FilterCounters* c : retired_[i].leaving) {
+      fold_locked(*c);
+      std::erase_if(counters_, [c](const auto& owned) { return owned.get() == c; });
+    }
+  }
+  retired_.erase(retired_.begin(), retired_.begin() + static_cast<std::ptrdiff_t>(done));
 }
 
 void FilterStage::publish(std::unique_ptr<FilterSet> next) {
@@ -71,13 +132,23 @@ void FilterStage::publish(std::unique_ptr<FilterSet> next) {
   next->active = next->any_endpoint || next->any_queue || next->any_offload_off;
   // Release pairs with the acquire in run(): lcores see the finished vectors.
   current_.store(next.get(), std::memory_order_release);
-  sets_.push_back(std::move(next));
+  Retired r;
+  std::vector<const FilterCounters*> before, after;
+  counters_of(*cur_, before);
+  counters_of(*next, after);
+  for (const FilterCounters* c : before)
+    if (std::find(after.begin(), after.end(), c) == after.end()) r.leaving.push_back(c);
+  r.set = std::move(cur_);
+  r.epoch = quiescence_ ? quiescence_->retire_epoch() : 0;
+  cur_ = std::move(next);
+  retired_.push_back(std::move(r));
+  reclaim_locked();
 }
 
 Status FilterStage::set_endpoint_filter(std::uint16_t endpoint, FilterFn f) {
   if (f.fn && f.burst) return Status::error("give a per-packet callback or a burst callback, not both");
   std::lock_guard lock(mu_);
-  const FilterSet& cur = *sets_.back();
+  const FilterSet& cur = *cur_;
   if (endpoint >= cur.by_endpoint.size())
     return Status::errorf("endpoint id {} does not exist (there are {})", endpoint, cur.by_endpoint.size());
   auto next = std::make_unique<FilterSet>(cur);
@@ -90,7 +161,7 @@ Status FilterStage::set_endpoint_filter(std::uint16_t endpoint, FilterFn f) {
 Status FilterStage::set_queue_filter(std::uint16_t port, std::uint16_t queue, FilterFn f) {
   if (f.fn && f.burst) return Status::error("give a per-packet callback or a burst callback, not both");
   std::lock_guard lock(mu_);
-  const FilterSet& cur = *sets_.back();
+  const FilterSet& cur = *cur_;
   if (port >= cur.by_queue.size()) return Status::errorf("port id {} does not exist (there are {})", port, cur.by_queue.size());
   if (queue >= cur.by_queue[port].size())
     return Status::errorf("port {} has {} rx queue(s); queue {} does not exist", port, cur.by_queue[port].size(), queue);
@@ -103,7 +174,7 @@ Status FilterStage::set_queue_filter(std::uint16_t port, std::uint16_t queue, Fi
 
 Status FilterStage::set_endpoint_offload(std::uint16_t endpoint, bool offloaded) {
   std::lock_guard lock(mu_);
-  const FilterSet& cur = *sets_.back();
+  const FilterSet& cur = *cur_;
   if (endpoint >= cur.offload_off.size())
     return Status::errorf("endpoint id {} does not exist (there are {})", endpoint, cur.offload_off.size());
   if ((cur.offload_off[endpoint] == 0) == offloaded) return Status::ok();
@@ -115,7 +186,7 @@ Status FilterStage::set_endpoint_offload(std::uint16_t endpoint, bool offloaded)
 
 bool FilterStage::endpoint_offloaded(std::uint16_t endpoint) const {
   std::lock_guard lock(mu_);
-  const FilterSet& cur = *sets_.back();
+  const FilterSet& cur = *cur_;
   return endpoint >= cur.offload_off.size() || cur.offload_off[endpoint] == 0;
 }
 
@@ -144,7 +215,7 @@ void FilterStage::attach_counters(FilterFn& f, bool on_queue, std::uint16_t a, s
 
 std::vector<FilterStats> FilterStage::stats() const {
   std::lock_guard lock(mu_);
-  const FilterSet& cur = *sets_.back();
+  const FilterSet& cur = *cur_;
   std::vector<FilterStats> out;
   for (const auto& c : counters_) {
     FilterStats st;
@@ -163,6 +234,7 @@ std::vector<FilterStats> FilterStage::stats() const {
     }
     out.push_back(std::move(st));
   }
+  for (const FilterStats& r : removed_) out.push_back(r);
   return out;
 }
 

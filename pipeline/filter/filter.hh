@@ -10,9 +10,11 @@
 //
 // Run-time changes: the set of filters is an immutable FilterSet published through one atomic
 // pointer; set_*() copies the current set, edits the copy and publishes it (release), lcores load
-// it once per burst (acquire). Replaced sets are kept until the stage is destroyed, because an
-// lcore may still be inside a callback of the old set; filters change on the control path only,
-// so that is a handful of small objects.
+// it once per burst (acquire). A replaced set, and the counters of filters it alone still
+// references, are reclaimed once every lcore has passed a quiescent point after the swap (the
+// classifier's scheme, Classifier::retire_epoch/passed, given with set_quiescence): an lcore may
+// still be inside a callback of the old set until then. Without a quiescence source (a stage
+// driven directly by a test) replaced sets are kept until the stage is destroyed.
 //
 // Offload off (the Extra API's thread_offload analogue): an endpoint can be taken off the
 // pipeline at run time. Its packets that still reach an lcore (ports that cannot leave them to the
@@ -66,6 +68,8 @@ struct FilterSet {
 // headers; user_ctx left to the caller).
 void describe_packet(Mbuf* m, rawpipe_packet* out) noexcept;
 
+class Classifier;
+
 class FilterStage {
  public:
   // rx_queues[p] = rx queue count of port p.
@@ -80,6 +84,11 @@ class FilterStage {
   bool endpoint_offloaded(std::uint16_t endpoint) const;
   // No filter attached (offload flags do not count).
   bool empty() const noexcept;
+  // The epoch source that says when no lcore can see a replaced set (the pipeline's classifier,
+  // whose readers are the lcores that call run()). Control path, before lcores start.
+  void set_quiescence(Classifier* c);
+  // Replaced sets not reclaimed yet (a statistic for tests).
+  std::size_t retired_count() const;
   // Every filter attached so far (also replaced and removed ones), counters summed over lcores;
   // latency in TSC cycles. Control path, any thread; lcores never wait for it.
   std::vector<FilterStats> stats() const;
@@ -103,12 +112,24 @@ class FilterStage {
   // Gives an attached filter its counters (with mu_ held).
   void attach_counters(FilterFn& f, bool on_queue, std::uint16_t a, std::uint16_t b);
   void publish(std::unique_ptr<FilterSet> next);
+  // Frees retired sets no lcore can see and folds the counters they alone held (mu_ held).
+  void reclaim_locked();
+  void fold_locked(const FilterCounters& c);
+
+  struct Retired {
+    std::unique_ptr<FilterSet> set;
+    std::uint64_t epoch = 0;                   // reclaimable once every lcore reported it
+    std::vector<const FilterCounters*> leaving;  // counters no newer set references
+  };
 
   mutable std::mutex mu_;  // control path: serialises copy-edit-publish
   std::atomic<const FilterSet*> current_;
-  std::vector<std::unique_ptr<FilterSet>> sets_;  // every set ever published; back() is current
+  std::unique_ptr<FilterSet> cur_;  // what current_ points to (mu_)
+  std::vector<Retired> retired_;    // oldest first (mu_)
+  Classifier* quiescence_ = nullptr;
   std::size_t lcores_ = 1;
-  std::vector<std::unique_ptr<FilterCounters>> counters_;  // every filter ever attached (mu_)
+  std::vector<std::unique_ptr<FilterCounters>> counters_;  // of the current and retired sets (mu_)
+  std::vector<FilterStats> removed_;  // reclaimed counters, one per name and attachment point (mu_)
 };
 
 }  // namespace rawpipe

@@ -19,12 +19,12 @@ struct OpenedLibrary {
 // The one way a plugin's code gets into the process: every load (config [[filters]], api
 // load_filter_plugin, `rawpipe check`'s probe) comes through here. On success the caller owns
 // `dl` (dlclose).
-Result<OpenedLibrary> open_library(const std::string& path) {
+Result<OpenedLibrary> open_library(const std::string& path, const std::vector<std::string>* allowed) {
   // The path policy (pipeline/privilege/plugin_path.hh: allowed directories, no world-writable
   // location) runs before dlopen runs any of the file's code, and dlopen loads the descriptor it
   // checked, so the file cannot be swapped in between.
   PluginFile file;
-  RAWPIPE_TRY(check_plugin_path(path, plugin_dirs(), &file));
+  RAWPIPE_TRY(check_plugin_path(path, allowed ? *allowed : plugin_dirs(), &file));
   OpenedLibrary lib;
   // RTLD_LOCAL: two plugins may define the same helper names.
   lib.dl = dlopen(file.dlopen_path().c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -75,7 +75,7 @@ std::vector<std::string> plugin_search_path() {
   return dirs;
 }
 
-Result<std::string> resolve_plugin_path(std::string_view path) {
+Result<std::string> resolve_plugin_path(std::string_view path, const std::vector<std::string>* allowed) {
   if (path.empty()) return Status::error("expected the path or name of a filter plugin (.so), got an empty string");
   if (path.find('/') != std::string_view::npos) {
     std::string p(path);
@@ -85,7 +85,9 @@ Result<std::string> resolve_plugin_path(std::string_view path) {
   std::string name(path);
   if (!name.ends_with(".so")) name += ".so";
   std::string tried;
-  for (const std::string& dir : plugin_search_path()) {
+  std::vector<std::string> dirs = allowed ? *allowed : std::vector<std::string>{};
+  for (std::string& d : plugin_search_path()) dirs.push_back(std::move(d));
+  for (const std::string& dir : dirs) {
     std::string candidate = dir + "/" + name;
     if (is_regular_file(candidate)) return candidate;
     tried += fmt::format("{}{}", tried.empty() ? "" : ", ", dir);
@@ -94,8 +96,8 @@ Result<std::string> resolve_plugin_path(std::string_view path) {
                         tried);
 }
 
-Status probe_filter_plugin(const std::string& path) {
-  auto lib = open_library(path);
+Status probe_filter_plugin(const std::string& path, const std::vector<std::string>* allowed) {
+  auto lib = open_library(path, allowed);
   if (!lib) return lib.status();
   dlclose(lib->dl);
   return Status::ok();
@@ -103,9 +105,9 @@ Status probe_filter_plugin(const std::string& path) {
 
 Result<std::unique_ptr<FilterPlugin>> FilterPlugin::load(const std::string& path, const rawpipe_api_t* api,
                                                          const std::vector<std::pair<std::string, std::string>>& config,
-                                                         bool* config_refused) {
+                                                         bool* config_refused, const std::vector<std::string>* allowed) {
   if (config_refused) *config_refused = false;
-  auto lib = open_library(path);
+  auto lib = open_library(path, allowed);
   if (!lib) return lib.status();
   std::unique_ptr<FilterPlugin> p(new FilterPlugin);
   p->path_ = path;
@@ -142,7 +144,8 @@ std::string FilterPlugin::report() const {
 }
 
 Result<std::vector<std::unique_ptr<FilterPlugin>>> attach_plan_filters(const std::vector<FilterPlan>& filters,
-                                                                        FilterStage& stage, const rawpipe_api_t* api) {
+                                                                        FilterStage& stage, const rawpipe_api_t* api,
+                                                                        const std::vector<std::string>* allowed) {
   std::vector<std::unique_ptr<FilterPlugin>> out;
   auto where = [](const FilterPlan& f, std::string_view key, int line) {
     return fmt::format("{}:{}: {}: key '{}'", f.where.file, line ? line : f.where.line, f.label, key);
@@ -153,7 +156,7 @@ Result<std::vector<std::unique_ptr<FilterPlugin>>> attach_plan_filters(const std
   };
   for (const FilterPlan& f : filters) {
     bool config_refused = false;
-    auto plugin = FilterPlugin::load(f.path, api, f.config, &config_refused);
+    auto plugin = FilterPlugin::load(f.path, api, f.config, &config_refused, allowed);
     if (!plugin) {
       detach_all();
       // create() refusing its keys is the config table's fault; a library that does not open

@@ -26,12 +26,14 @@ struct FilterAttach {
 // Plugin names. A path with a '/' is used as given (relative to the current directory). A bare
 // name ("rawpipe_seq_gap", with or without ".so") is looked for in each directory of the
 // RAWPIPE_PLUGIN_PATH environment variable (colon-separated), then in this build's plugins/
-// directory, then in the install directory (<libdir>/rawpipe/filters).
+// directory, then in the install directory (<libdir>/rawpipe/filters). With `allowed` (a
+// config's [run] plugin_dirs) its directories are searched first.
 std::vector<std::string> plugin_search_path();
-Result<std::string> resolve_plugin_path(std::string_view path);
+Result<std::string> resolve_plugin_path(std::string_view path, const std::vector<std::string>* allowed = nullptr);
 
 // Opens `path` and checks its ABI without creating the plugin (what `rawpipe check` can do).
-Status probe_filter_plugin(const std::string& path);
+// `allowed`: the directories the path policy accepts (null: the process-wide plugin_dirs()).
+Status probe_filter_plugin(const std::string& path, const std::vector<std::string>* allowed = nullptr);
 
 class FilterPlugin {
  public:
@@ -39,7 +41,8 @@ class FilterPlugin {
   // *config_refused (when given) says whether the library opened and its create() refused.
   static Result<std::unique_ptr<FilterPlugin>> load(const std::string& path, const rawpipe_api_t* api,
                                                     const std::vector<std::pair<std::string, std::string>>& config,
-                                                    bool* config_refused = nullptr);
+                                                    bool* config_refused = nullptr,
+                                                    const std::vector<std::string>* allowed = nullptr);
   ~FilterPlugin();
   FilterPlugin(const FilterPlugin&) = delete;
   FilterPlugin& operator=(const FilterPlugin&) = delete;
@@ -61,8 +64,9 @@ class FilterPlugin {
 
 // Loads the plugins of a plan's [[filters]] entries in order and attaches each to `stage`. Errors
 // name the config file, line and key ('path' when the library does not open, 'config' when the
-// plugin's create() refuses its config); on error nothing stays attached.
+// plugin's create() refuses its config); on error nothing stays attached. `allowed` as for load.
 Result<std::vector<std::unique_ptr<FilterPlugin>>> attach_plan_filters(const std::vector<FilterPlan>& filters,
-                                                                        FilterStage& stage, const rawpipe_api_t* api);
+                                                                        FilterStage& stage, const rawpipe_api_t* api,
+                                                                        const std::vector<std::string>* allowed = nullptr);
 
 }  // namespace rawpipe

@@ -12,6 +12,12 @@
 
 namespace rawpipe {
 
+namespace {
+thread_local int t_current_lcore = -1;
+}  // namespace
+
+int current_lcore() noexcept { return t_current_lcore; }
+
 Lcore::Lcore(const LcorePlan& plan, unsigned index, std::size_t endpoints, std::size_t ports)
     : plan_(plan), index_(index), counters_(std::make_unique<LcoreCounters>(endpoints, ports)) {}
 
@@ -120,6 +126,7 @@ unsigned Lcore::poll_once() noexcept {
 }
 
 void Lcore::run(const std::atomic<bool>& stop) noexcept {
+  t_current_lcore = static_cast<int>(index_);
   for (Pool* p : pools_) p->attach_thread();
   classifier_->reader_online(index_);
   const bool sleep_when_idle = plan_.idle_sleep_us != 0;
@@ -135,6 +142,7 @@ void Lcore::run(const std::atomic<bool>& stop) noexcept {
   }
   classifier_->reader_offline(index_);
   for (Pool* p : pools_) p->detach_thread();
+  t_current_lcore = -1;
 }
 
 }  // namespace rawpipe

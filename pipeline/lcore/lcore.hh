@@ -36,6 +36,12 @@ class FilterStage;
 struct LcoreTaps;
 class NeighStage;
 
+// The plan index of the lcore whose loop runs on the calling thread, or -1 (control threads,
+// consumers, a thread that drives poll_once). Control calls that wait for every lcore to pass a
+// point (stop, a synchronising rule removal) check it: made from a filter callback they would
+// wait for themselves.
+int current_lcore() noexcept;
+
 class Lcore {
  public:
   struct RxQueue {

@@ -3,8 +3,10 @@
 //
 // A registration gets one FilterCounters when it is attached (pipeline/filter/filter.hh). Each
 // lcore writes only its own FilterLcoreCounters (single writer, no read-modify-write); readers
-// (stats publisher, metrics server) sum them. A FilterCounters outlives its registration, so a
-// replaced or removed filter's totals stay readable and counters never go backwards.
+// (stats publisher, metrics server) sum them. When a replaced or removed filter's block is
+// reclaimed (no lcore can write it any more), its totals are folded into one summary per name
+// and attachment point, so they stay readable and counters never go backwards, while memory
+// stays flat however often filters are attached and removed.
 #pragma once
 
 #include <cstdint>

@@ -53,7 +53,8 @@ class CounterArray {
 };
 
 struct alignas(kFalseSharingRange) LcoreCounters {
-  LcoreCounters(std::size_t endpoints, std::size_t ports) : delivered_per_endpoint(endpoints), transmitted_per_port(ports) {}
+  LcoreCounters(std::size_t endpoints, std::size_t ports)
+      : delivered_per_endpoint(endpoints), ring_full_per_endpoint(endpoints), transmitted_per_port(ports) {}
 
   Counter rx_packets;
   Counter rx_bytes;
@@ -63,6 +64,7 @@ struct alignas(kFalseSharingRange) LcoreCounters {
   Counter transmitted;   // sum of transmitted_per_port
   Counter drops[kDropReasonCount];
   CounterArray delivered_per_endpoint;
+  CounterArray ring_full_per_endpoint;  // drops[kEndpointRingFull] by endpoint
   CounterArray transmitted_per_port;
 };
 

@@ -5,13 +5,19 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 
 #include "rawpipe/config.hh"
 #include "rawpipe/pipeline.hh"
 #include "pipeline/filter/plugin.hh"
+#include "pipeline/plugin_dirs.h"
 #include "pipeline/port/registry.hh"
 
 namespace rawpipe {
@@ -124,7 +130,7 @@ TEST(FiltersSection, FileThatIsNotAPlugin) {
 TEST(FiltersSection, AbiMismatchNamesBothVersions) {
   std::string e = error_of("\n[[filters]]\npath = \"rawpipe_test_bad_abi\"\nendpoint = \"video\"\n");
   EXPECT_HAS(e, "f.toml:28: filters[0]: key 'path': filter plugin '");
-  EXPECT_HAS(e, "was built for filter ABI version 42, this rawpipe provides version 1");
+  EXPECT_HAS(e, "was built for filter ABI version 43, this rawpipe provides version 2");
 }
 
 TEST(FiltersSection, NeitherOrBothAttachments) {
@@ -220,6 +226,49 @@ config = { prefix_hex = "2a2b" }
   EXPECT_TRUE(a.balanced());
   EXPECT_EQ(p.filter_plugins()[0]->report(), "flows=32 packets=3200 gaps=0 missing=0 reorders=3168 short=0 untracked=0");
   EXPECT_EQ(p.filter_plugins()[1]->report(), "dropped=1600 passed=0");
+}
+
+}  // namespace
+}  // namespace rawpipe
+
+namespace rawpipe {
+namespace {
+
+// A private plugin directory: a copy of this build's seq_gap plugin under a name no default
+// directory has, in a fresh 0700 directory under /tmp (sticky, so the path policy accepts it).
+struct PrivatePluginDir {
+  std::string dir;
+  PrivatePluginDir() {
+    char tmpl[] = "/tmp/rawpipe-plugin-dirs-XXXXXX";
+    dir = mkdtemp(tmpl);
+    std::ifstream in(std::string(RAWPIPE_PLUGIN_BUILD_DIR) + "/rawpipe_seq_gap.so", std::ios::binary);
+    std::ofstream out(dir + "/private_gap.so", std::ios::binary);
+    out << in.rdbuf();
+  }
+  ~PrivatePluginDir() {
+    std::remove((dir + "/private_gap.so").c_str());
+    rmdir(dir.c_str());
+  }
+};
+
+// [run] plugin_dirs governs [[filters]] in the loader (what `rawpipe check` and `rawpipe run`
+// call) and in Pipeline::create (what the Extra API's create calls): a bare name is found there,
+// and a path there is allowed, without the process-wide directories including it.
+TEST(FiltersSection, RunPluginDirsApplyToFilters) {
+  PrivatePluginDir priv;
+  const std::string run = "[run]\nplugin_dirs = [\"" + priv.dir + "\"]\n";
+  for (const std::string path : {std::string("private_gap"), priv.dir + "/private_gap.so"}) {
+    auto r = load(config(run + "[[filters]]\npath = \"" + path + "\"\nendpoint = \"video\"\n", 200));
+    ASSERT_TRUE(r) << r.message();
+    ASSERT_EQ(r.value().plan.filters.size(), 1u);
+    EXPECT_EQ(r.value().plan.filters[0].path, priv.dir + "/private_gap.so");
+    auto p = Pipeline::create(r.value().plan);
+    ASSERT_TRUE(p) << p.message();
+    EXPECT_EQ(p.value()->filter_plugins().size(), 1u);
+  }
+  // Without [run] plugin_dirs the same path is refused by the path policy, naming the key.
+  const std::string e = error_of("[[filters]]\npath = \"" + priv.dir + "/private_gap.so\"\nendpoint = \"video\"\n");
+  EXPECT_HAS(e, "inside-plugin-dirs");
 }
 
 }  // namespace

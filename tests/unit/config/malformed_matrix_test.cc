@@ -162,6 +162,7 @@ const Row kRows[] = {
     // [metrics]
     {Sec::kMetrics, "", "listen", "9464", "\"127.0.0.1:70000\""},
     {Sec::kMetrics, "", "latency_sample", "\"64\"", "-1"},
+    {Sec::kMetrics, "", "stats_segment", "\"yes\"", nullptr},
     // dpdk (rows run only in builds with the driver)
     {Sec::kPort, "dpdk", "device", "1", "\"\""},
     {Sec::kPort, "dpdk", "eal_args", "1", "[\"\"]"},

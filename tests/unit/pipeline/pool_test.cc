@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -169,6 +172,52 @@ TEST(Pool, BuffersFreedFromOtherThreadsAllComeBack) {
   app2.join();
   EXPECT_EQ(freed.load(), std::uint64_t(kRounds) * 8);
   EXPECT_EQ(pool->available(), 4096u);
+}
+
+}  // namespace
+}  // namespace rawpipe
+
+namespace rawpipe {
+namespace {
+
+// The VmFlags line of the mapping that holds `addr` in /proc/self/smaps ("hg": advised for
+// transparent huge pages, "nh": advised against them, "ht": hugetlb).
+std::string vm_flags_of(const void* addr) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto a = reinterpret_cast<std::uintptr_t>(addr);
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    unsigned long lo = 0, hi = 0;
+    // Mapping lines start "lo-hi perms ..."; field lines ("Rss:", "VmFlags:") do not parse as two numbers.
+    if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) == 2) inside = a >= lo && a < hi;
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line + " ";
+  }
+  return "";
+}
+
+// huge_pages = "never" means plain pages: no hugetlb, and the region is advised against
+// transparent huge pages rather than for them; "auto" without reserved hugepages asks for THP.
+TEST(Pool, HugePagesNeverMeansPlainPages) {
+  PoolConfig c;
+  c.name = "plain";
+  c.count = 2048;
+  c.huge_pages = HugePages::kNever;
+  auto never = std::move(Pool::create(c)).value();
+  EXPECT_FALSE(never->on_hugepages());
+  EXPECT_NE(never->memory_notice().find("plain pages"), std::string::npos) << never->memory_notice();
+  const std::string flags = vm_flags_of(never->region());
+  ASSERT_FALSE(flags.empty());
+  EXPECT_EQ(flags.find(" hg "), std::string::npos) << flags;
+  EXPECT_EQ(flags.find(" ht "), std::string::npos) << flags;
+  EXPECT_NE(flags.find(" nh "), std::string::npos) << flags;
+  c.name = "auto";
+  c.huge_pages = HugePages::kAuto;
+  auto dflt = std::move(Pool::create(c)).value();
+  if (!dflt->on_hugepages()) {
+    const std::string auto_flags = vm_flags_of(dflt->region());
+    EXPECT_NE(auto_flags.find(" hg "), std::string::npos) << auto_flags;
+  }
 }
 
 }  // namespace

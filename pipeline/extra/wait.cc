@@ -1,0 +1,46 @@
+#include "pipeline/extra/wait.hh"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "pipeline/dispatch/wake.hh"
+#include "rawpipe/pipeline.hh"
+
+namespace rawpipe {
+
+Result<int> wake_fd(EndpointWake& w) {
+  if (w.fd >= 0) return w.fd;
+  const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd < 0) return Status::errorf("eventfd: {}", std::strerror(errno));
+  w.fd = fd;
+  // Release: an lcore that sees enabled sees fd.
+  w.enabled.store(true, std::memory_order_release);
+  return fd;
+}
+
+bool wake_arm(EndpointWake& w, const Pipeline& p, std::uint16_t endpoint) {
+  std::uint64_t drained;
+  while (::read(w.fd, &drained, sizeof drained) == sizeof drained) {
+  }
+  w.armed.store(true, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // F1, pairs with F2 in after_enqueue
+  if (p.endpoint_queued(endpoint) == 0) return false;
+  w.armed.store(false, std::memory_order_relaxed);
+  return true;
+}
+
+Result<bool> wake_sleep(int fd, int timeout_ms) {
+  pollfd pfd{fd, POLLIN, 0};
+  for (;;) {
+    const int r = ::poll(&pfd, 1, timeout_ms);
+    if (r > 0) return true;
+    if (r == 0) return false;
+    if (errno != EINTR) return Status::errorf("poll: {}", std::strerror(errno));
+  }
+}
+
+}  // namespace rawpipe

@@ -1,0 +1,22 @@
+// The descriptor to wait on, for the Extra API (endpoint_fd, arm_fd, recv_wait): the consumer's
+// side of pipeline/dispatch/wake.hh. One consumer thread per endpoint, as for receive.
+#pragma once
+
+#include <cstdint>
+
+#include "rawpipe/status.hh"
+
+namespace rawpipe {
+
+class Pipeline;
+struct EndpointWake;
+
+// The endpoint's eventfd, created on first use (the lcores start looking at the flag then).
+Result<int> wake_fd(EndpointWake& w);
+// Prepares to sleep: clears the eventfd, arms it, and re-checks the endpoint's rings. Returns
+// true when packets are already waiting (disarmed again: do not sleep), false when armed.
+bool wake_arm(EndpointWake& w, const Pipeline& p, std::uint16_t endpoint);
+// Sleeps on fd until it is readable or timeout_ms passes (-1: no limit). False on timeout.
+Result<bool> wake_sleep(int fd, int timeout_ms);
+
+}  // namespace rawpipe
