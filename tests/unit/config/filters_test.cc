@@ -257,7 +257,7 @@ struct PrivatePluginDir {
 TEST(FiltersSection, RunPluginDirsApplyToFilters) {
   PrivatePluginDir priv;
   const std::string run = "[run]\nplugin_dirs = [\"" + priv.dir + "\"]\n";
-  for (const std::string path : {std::string("private_gap"), priv.dir + "/private_gap.so"}) {
+  for (const std::string& path : {std::string("private_gap"), priv.dir + "/private_gap.so"}) {
     auto r = load(config(run + "[[filters]]\npath = \"" + path + "\"\nendpoint = \"video\"\n", 200));
     ASSERT_TRUE(r) << r.message();
     ASSERT_EQ(r.value().plan.filters.size(), 1u);
