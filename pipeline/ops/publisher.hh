@@ -25,8 +25,12 @@ namespace rawpipe::ops {
 // (kernel/NIC drops, ring overflows, device errors), by naming convention of the drivers.
 bool is_port_drop_counter(std::string_view name) noexcept;
 
+// A port's losses before the pipeline as {"reason": frames}, with null for a counter the port
+// could not read (unknown, not 0).
+nlohmann::json losses_json(const PortLosses& losses);
+
 // Everything `rawpipe stat` shows: lcores, endpoints, ports and queues (with path report and
-// extended counters), pools, and the drop tree ("drops": {"total", "port": {...}, "pipeline": {...}}).
+// extended counters and "losses"), "lossless" and "lost_before_pipeline" (the sum over ports), pools, and the drop tree ("drops": {"total", "port": {...}, "pipeline": {...}}).
 // Also "filters" (per filter callback: seen, verdicts, latency) and "latency" (sampled per-stage
 // latency per lcore and merged). Safe to call from several control threads at once.
 nlohmann::json stats_document(const Pipeline& pipeline, std::string_view name);
@@ -55,6 +59,8 @@ class StatsPublisher {
   // Publishes now (used before stop so the last figures reach readers).
   void publish_now();
   const std::string& path() const noexcept { return writer_.path(); }
+  // A live pipeline that already had the name (this one is then found by pid only), or 0.
+  int name_owner() const noexcept { return writer_.name_owner(); }
 
  private:
   void run();

@@ -1,0 +1,54 @@
+// One pipeline per device queue and per lcore CPU on a host: each run takes an exclusive flock on a
+// file per resource under /run/rawpipe (or $RAWPIPE_LOCK_DIR) before it opens a port, and writes
+// its pid and config into the file. A second run that wants the same resource is refused with the
+// first one's pid and config. The kernel drops a flock when its holder dies, SIGKILL included, so
+// nothing is ever stale; the files themselves stay (removing a lock file races with a process
+// that is about to lock it).
+//
+// Resources are plain strings: "queue <netns inode> <interface> <n>" (interface names are per
+// network namespace) and "cpu <n>".
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeline/common/status.hh"
+
+namespace rawpipe::ops {
+
+// "queue 4026531840 veth0 3": a device queue of an interface in the calling thread's namespace.
+std::string queue_resource(std::string_view interface, unsigned queue);
+std::string cpu_resource(int cpu);
+
+struct LockHolder {
+  int pid = 0;
+  std::string config;
+  std::string resource;
+};
+
+class InstanceLocks {
+ public:
+  InstanceLocks() = default;
+  InstanceLocks(InstanceLocks&& o) noexcept : fds_(std::move(o.fds_)) { o.fds_.clear(); }
+  InstanceLocks& operator=(InstanceLocks&& o) noexcept;
+  InstanceLocks(const InstanceLocks&) = delete;
+  InstanceLocks& operator=(const InstanceLocks&) = delete;
+  ~InstanceLocks() { release(); }
+
+  // Takes every lock or none. The error names the resource, the pid and config of its holder, and
+  // what to do. `described` says each resource in words for messages ("queue 0 of veth0").
+  static Result<InstanceLocks> acquire(const std::vector<std::string>& resources,
+                                       const std::vector<std::string>& described, std::string_view config);
+  void release() noexcept;
+
+ private:
+  std::vector<int> fds_;
+};
+
+// The directory of the lock files: $RAWPIPE_LOCK_DIR, else /run/rawpipe.
+std::string lock_dir();
+// Every lock currently held by a live process (for `rawpipe stat --list`).
+std::vector<LockHolder> held_locks();
+
+}  // namespace rawpipe::ops
