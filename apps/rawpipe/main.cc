@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   stat_cmd->add_flag("--once", stat.once, "Print once and exit");
   stat_cmd->add_flag("--json", stat.json, "Print the stats document as JSON and exit");
   stat_cmd->add_flag("--drops", stat.drops, "Show only the drop attribution tree");
+  stat_cmd->add_flag("--list", stat.list, "List the running pipelines (pid, name, config) and exit");
 
 #ifdef RAWPIPE_HAVE_DISSECT
   std::string pcap_file;
