@@ -4,6 +4,8 @@
 // interface took is either one the pipeline received or one the ring dropped (tp_drops), the
 // summary says LOSSY (never a bare OK), the JSON says "lossless": false with the loss by port and
 // reason, and [run] on_loss = "fail" makes the exit status 3. Root only.
+#include <iostream>
+
 #include "tests/fault/netns_run.hh"
 
 namespace rawpipe::fault {
@@ -68,6 +70,8 @@ TEST_F(KernelRingOverflow, VerdictTurnsLossyWithExactCounts) {
   EXPECT_EQ(rx + ring_full, arrived) << "rx " << rx << " + kernel_ring_full " << ring_full;
   EXPECT_EQ(j["lost_before_pipeline"].get<std::uint64_t>(), ring_full) << j.dump(2);
   EXPECT_EQ(j["delivered"].get<std::uint64_t>(), rx) << "every received frame was a test datagram";
+  std::cout << "interface took " << arrived << " frames: pipeline rx " << rx << ", kernel_ring_full " << ring_full
+            << "\n";
   const std::string o = out("run");
   EXPECT_NE(o.find(fmt::format("port p0 lost before the pipeline: kernel_ring_full {}", ring_full)), std::string::npos)
       << o;

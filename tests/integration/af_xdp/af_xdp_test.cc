@@ -215,7 +215,7 @@ class AfXdp : public ::testing::Test {
                                                 std::size_t payload_len, std::vector<std::string>* problems,
                                                 bool ignore_non_udp = false) {
     std::atomic<unsigned> received{0};
-    std::atomic<bool> sender_done{false};
+    std::atomic<bool> sender_done{false}, receiver_done{false};
     std::string sender_error;
     std::thread sender = tx_ns_->spawn([&] {
       int s4 = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -223,7 +223,9 @@ class AfXdp : public ::testing::Test {
       unsigned sent = 0;
       for (unsigned seq = 0; seq < per_flow && sender_error.empty(); ++seq) {
         for (unsigned f = 0; f < flows.size(); ++f) {
-          while (sent - received.load(std::memory_order_relaxed) > 256) std::this_thread::sleep_for(50us);
+          // Relaxed: flow control only. A receiver that gave up (frames lost) releases the sender.
+          while (sent - received.load(std::memory_order_relaxed) > 256 && !receiver_done.load(std::memory_order_relaxed))
+            std::this_thread::sleep_for(50us);
           auto payload = payload_for(f, seq, payload_len);
           ssize_t rc;
           if (flows[f].family == 4) {
@@ -288,6 +290,7 @@ class AfXdp : public ::testing::Test {
       mbuf_free_bulk(burst, n);
       if (sender_done && !sender_error.empty()) break;
     }
+    receiver_done = true;
     sender.join();
     if (!sender_error.empty()) problems->push_back(sender_error);
     return per;
