@@ -58,7 +58,7 @@ LockHolder parse_holder(const std::string& text) {
 
 std::string lock_dir() {
   if (const char* d = std::getenv("RAWPIPE_LOCK_DIR"); d && *d) return d;
-  return "/run/rawpipe";
+  return "/run/lock/rawpipe";
 }
 
 std::string queue_resource(std::string_view interface, unsigned queue) {
@@ -91,7 +91,9 @@ Result<InstanceLocks> InstanceLocks::acquire(const std::vector<std::string>& res
   if (resources.empty()) return locks;
   const std::string dir = lock_dir();
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  // Like /run/lock itself: every user may add lock files (root and file-capability runs must see
+  // each other's locks), the sticky bit keeps them from removing each other's.
+  if (std::filesystem::create_directories(dir, ec) && !ec) (void)chmod(dir.c_str(), 01777);
   if (ec)
     return Status::errorf("cannot create the lock directory {}: {}; create it (writable by the user running "
                           "rawpipe) or point RAWPIPE_LOCK_DIR at one",
@@ -99,7 +101,8 @@ Result<InstanceLocks> InstanceLocks::acquire(const std::vector<std::string>& res
   for (std::size_t i = 0; i < resources.size(); ++i) {
     const std::string path = file_for(resources[i]);
     const std::string what = i < described.size() ? described[i] : resources[i];
-    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd >= 0) (void)fchmod(fd, 0666);  // whatever the umask: the next run may be another user
     if (fd < 0)
       return Status::errorf("cannot open the lock file {} for {}: {}", path, what, std::strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {

@@ -1,5 +1,5 @@
 // One pipeline per device queue and per lcore CPU on a host: each run takes an exclusive flock on a
-// file per resource under /run/rawpipe (or $RAWPIPE_LOCK_DIR) before it opens a port, and writes
+// file per resource under /run/lock/rawpipe (or $RAWPIPE_LOCK_DIR) before it opens a port, and writes
 // its pid and config into the file. A second run that wants the same resource is refused with the
 // first one's pid and config. The kernel drops a flock when its holder dies, SIGKILL included, so
 // nothing is ever stale; the files themselves stay (removing a lock file races with a process
@@ -46,7 +46,8 @@ class InstanceLocks {
   std::vector<int> fds_;
 };
 
-// The directory of the lock files: $RAWPIPE_LOCK_DIR, else /run/rawpipe.
+// The directory of the lock files: $RAWPIPE_LOCK_DIR, else /run/lock/rawpipe (mode 1777, as
+// /run/lock: runs as root and as users with file capabilities share it).
 std::string lock_dir();
 // Every lock currently held by a live process (for `rawpipe stat --list`).
 std::vector<LockHolder> held_locks();
