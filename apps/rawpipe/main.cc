@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   stat_cmd->add_flag("--once", stat.once, "Print once and exit");
   stat_cmd->add_flag("--json", stat.json, "Print the stats document as JSON and exit");
   stat_cmd->add_flag("--drops", stat.drops, "Show only the drop attribution tree");
+  stat_cmd->add_flag("--list", stat.list, "List the running pipelines (pid, name, config) and exit");
 
   std::string pcap_file;
   CLI::App* dissect_cmd = cli.add_subcommand("dissect", "Print every frame of a pcap file layer by layer");

@@ -33,6 +33,32 @@ std::string LiveStats::line(const PipelineSnapshot& now) {
   return out;
 }
 
+bool RunSummary::lossless() const {
+  for (const PortStats& p : port_stats)
+    if (!loss_totals(rawpipe::lost_before_pipeline(p)).lossless()) return false;
+  return true;
+}
+
+std::uint64_t RunSummary::lost_before_pipeline() const {
+  std::uint64_t n = 0;
+  for (const PortStats& p : port_stats) n += loss_totals(rawpipe::lost_before_pipeline(p)).frames;
+  return n;
+}
+
+namespace {
+
+// "kernel_ring_full 1234, interface_missed 0" for the reasons that lost something or are unknown.
+std::string loss_reasons(const PortLosses& losses) {
+  std::string out;
+  for (const auto& [reason, n] : losses) {
+    if (n && !*n) continue;
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", reason, n ? std::to_string(*n) : std::string("unknown"));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string format_summary(const RunSummary& s) {
   const Accounting& a = s.accounting;
   std::string out = fmt::format("summary after {:.3f} s: rx {} packets, {} bytes, {} average\n", s.seconds, a.rx_packets,
@@ -51,15 +77,10 @@ std::string format_summary(const RunSummary& s) {
     if (a.drops[r]) out += fmt::format("    {:<24} {}\n", kDropReasonNames[r], a.drops[r]);
   if (a.drained) out += fmt::format("  still queued to endpoints at stop (freed): {}\n", a.drained);
   for (std::size_t p = 0; p < s.port_stats.size(); ++p) {
-    std::uint64_t nombuf = 0, errors = 0;
-    for (const auto& q : s.port_stats[p].rx_queues) {
-      nombuf += q.rx_nombuf;
-      errors += q.rx_errors;
-    }
-    if (nombuf || errors)
-      out += fmt::format("  port {}: {} frames lost for lack of buffers (rx_nombuf), {} receive errors (before the "
-                         "pipeline saw them)\n",
-                         s.port_names[p], nombuf, errors);
+    const PortLosses losses = lost_before_pipeline(s.port_stats[p]);
+    const std::string reasons = loss_reasons(losses);
+    if (!reasons.empty())
+      out += fmt::format("  port {} lost before the pipeline: {}\n", s.port_names[p], reasons);
   }
   for (const auto& l : s.lcores)
     out += fmt::format("  lcore {} (cpu {}): rx {}, {} bursts, {} empty polls\n", l.id,
@@ -69,8 +90,23 @@ std::string format_summary(const RunSummary& s) {
                      a.rx_packets == right ? "==" : "!=", a.delivered, a.transmitted, a.dropped(), right);
   for (const auto& p : a.pools)
     out += fmt::format("  pool {}: {} of {} buffers outstanding\n", p.name, p.outstanding, p.count);
-  out += s.ok() ? "  OK: every packet accounted for, every buffer back in its pool\n"
-                : "  FAILED: accounting is not balanced or buffers are outstanding\n";
+  if (!s.ok()) {
+    out += "  FAILED: accounting is not balanced or buffers are outstanding\n";
+  } else if (s.lossless()) {
+    out += "  OK: every packet accounted for, every buffer back in its pool, nothing lost before the pipeline\n";
+  } else {
+    // Never a bare OK: what the pipeline received balances, but the run did not see everything.
+    std::string where;
+    for (std::size_t p = 0; p < s.port_stats.size(); ++p) {
+      const LossTotals t = loss_totals(lost_before_pipeline(s.port_stats[p]));
+      if (t.lossless()) continue;
+      where += fmt::format("{}port {}: {}", where.empty() ? "" : "; ", s.port_names[p],
+                           loss_reasons(lost_before_pipeline(s.port_stats[p])));
+    }
+    out += fmt::format("  LOSSY: {} frames lost before the pipeline ({}); every packet the pipeline received is "
+                       "accounted for and every buffer is back in its pool\n",
+                       s.lost_before_pipeline(), where);
+  }
   return out;
 }
 
@@ -117,6 +153,7 @@ nlohmann::json summary_json(const RunSummary& s) {
       errors += q.rx_errors;
     }
     nlohmann::json port = {{"rx_nombuf", nombuf}, {"rx_errors", errors}};
+    port["losses"] = ops::losses_json(lost_before_pipeline(s.port_stats[p]));
     for (const auto& [k, v] : s.port_stats[p].extended) port["extended"][k] = v;
     if (p < s.port_paths.size()) port["path"] = s.port_paths[p];
     ports[s.port_names[p]] = port;
@@ -129,6 +166,8 @@ nlohmann::json summary_json(const RunSummary& s) {
   j["drops_tree"] = ops::drop_tree_json(a.drops, named);
   j["balanced"] = a.balanced();
   j["ok"] = s.ok();
+  j["lossless"] = s.lossless();
+  j["lost_before_pipeline"] = s.lost_before_pipeline();
   return j;
 }
 

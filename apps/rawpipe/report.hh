@@ -38,7 +38,11 @@ struct RunSummary {
   std::vector<std::string> port_paths;  // by port id: each port's path report (driver and mode per queue)
 
   double mpps() const noexcept { return seconds > 0 ? double(accounting.rx_packets) / seconds / 1e6 : 0; }
+  // The pipeline's own verdict: every packet it received accounted for, every buffer back.
   bool ok() const noexcept { return accounting.balanced() && accounting.outstanding() == 0; }
+  // No port lost a frame before the pipeline, and every such counter could be read.
+  bool lossless() const;
+  std::uint64_t lost_before_pipeline() const;
 };
 
 std::string format_summary(const RunSummary& s);

@@ -1,6 +1,9 @@
 // `rawpipe run`: build the pipeline from a config, run it with a live stats line, stop on
-// duration or SIGINT/SIGTERM, print the accounting and optionally write it as JSON.
+// duration or a signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE), print the accounting and optionally write it as JSON.
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -16,9 +19,11 @@
 #include "commands.hh"
 #include "consumer.hh"
 #include "report.hh"
+#include "rawpipe/instance_lock.hh"
 #include "rawpipe/metrics_server.hh"
 #include "rawpipe/plugin_path.hh"
 #include "rawpipe/privilege.hh"
+#include "rawpipe/shm_stats.hh"
 #include "rawpipe/stats_publisher.hh"
 
 namespace rawpipe::app {
@@ -29,31 +34,55 @@ namespace {
 std::atomic<Pipeline*> g_pipeline{nullptr};
 static_assert(std::atomic<Pipeline*>::is_always_lock_free);
 
-extern "C" void on_stop_signal(int) {
+// True when fd is a pipe or socket whose reader went away (poll reports POLLERR for a pipe with no
+// reader). Async-signal-safe.
+bool reader_gone(int fd) {
+  pollfd p{fd, POLLOUT, 0};
+  return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP)) != 0;
+}
+
+// Every stop signal ends the run the same orderly way: the lcores stop, the summary and JSON are
+// written, the stats segment is removed. Any number of them may arrive (a second SIGTERM from a
+// service manager no longer kills the process half way); SIGKILL remains for a stop that hangs,
+// and the XDP program goes with the process then too (its bpf_link closes).
+extern "C" void on_stop_signal(int sig) {
+  if (sig == SIGPIPE) {
+    const bool out = reader_gone(STDOUT_FILENO), err = reader_gone(STDERR_FILENO);
+    // A socket peer (a /metrics client) went away: its writer sees EPIPE, the run goes on.
+    if (!out && !err) return;
+    // `rawpipe run ... | head`: the rest of the output, summary included, goes nowhere instead of
+    // failing every write; the JSON file is still written.
+    const int saved = errno;
+    int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null_fd >= 0) {
+      if (out) dup2(null_fd, STDOUT_FILENO);
+      if (err) dup2(null_fd, STDERR_FILENO);
+      close(null_fd);
+    }
+    errno = saved;
+  }
   if (Pipeline* p = g_pipeline.load(std::memory_order_relaxed)) p->request_stop();
 }
 
 class SignalGuard {
  public:
+  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+
   explicit SignalGuard(Pipeline& p) {
     g_pipeline.store(&p, std::memory_order_relaxed);
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    // A second Ctrl-C gets the default action: a way out if stopping ever hangs.
-    sa.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
+    sigfillset(&sa.sa_mask);  // one handler at a time: the dup2 dance must not interleave
+    sa.sa_flags = SA_RESTART;
+    for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &sa, &old_[i]);
   }
   ~SignalGuard() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
+    for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &old_[i], nullptr);
     g_pipeline.store(nullptr, std::memory_order_relaxed);
   }
 
  private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
+  struct sigaction old_[std::size(kSignals)] {};
 };
 
 Status write_json(const std::string& file, const nlohmann::json& j) {
@@ -88,6 +117,16 @@ int run_command(const RunOptions& options) {
     }
     run_user = u.value();
   }
+
+  // One pipeline per device queue and per lcore CPU, decided before any port opens: a second run
+  // of a config must not attach, bind or steer anything the first one uses.
+  auto locks = ops::take_instance_locks(plan, options.config);
+  if (!locks) {
+    fmt::print(stderr, "rawpipe: {}\n", locks.message());
+    return 1;
+  }
+  // What a run killed by SIGKILL or a crash left in /dev/shm (its XDP program went with it).
+  for (const std::string& m : ops::remove_stale_stats_segments()) fmt::print(stderr, "rawpipe: {}\n", m);
 
   auto created = Pipeline::create(plan);
   if (!created) {
@@ -146,6 +185,9 @@ int run_command(const RunOptions& options) {
                                             std::max<long>(100, static_cast<long>(plan.stats_interval_s * 1000))));
              !s)
     fmt::print(stderr, "rawpipe: live stats unavailable: {}\n", s.message());
+  else if (publisher.name_owner())
+    fmt::print(stderr, "rawpipe: the stats name '{}' belongs to running pid {}; `rawpipe stat {}` shows this "
+               "pipeline\n", stats_name, publisher.name_owner(), getpid());
   // Prometheus /metrics ([metrics] listen): asked for explicitly, so failing to serve it stops the run.
   ops::MetricsServer metrics;
   metrics.set_extension(add_e2e);
@@ -240,7 +282,10 @@ int run_command(const RunOptions& options) {
   }
   std::fflush(stdout);
 
+  // 2: the pipeline's own accounting failed; 3: [run] on_loss = "fail" and a port lost frames
+  // before the pipeline (or could not say whether it did).
   int rc = summary.ok() && stopped ? 0 : 2;
+  if (rc == 0 && app.fail_on_loss && !summary.lossless()) rc = 3;
   if (!options.json_file.empty()) {
     nlohmann::json j = summary_json(summary);
     j.update(extra_json);

@@ -11,20 +11,30 @@
 
 #include "report.hh"
 #include "rawpipe/shm_stats.hh"
+#include "rawpipe/instance_lock.hh"
 
 namespace rawpipe::app {
 namespace {
 
+// Segments of live pipelines only: a run killed by SIGKILL leaves its segment until the next run
+// cleans it, and it must not count as running.
 std::vector<std::string> running_segments() {
   std::vector<std::string> pids;
-  if (DIR* d = opendir("/dev/shm")) {
-    while (dirent* e = readdir(d)) {
-      std::string_view n = e->d_name;
-      if (n.starts_with("rawpipe.")) pids.emplace_back(n.substr(8));
-    }
-    closedir(d);
-  }
+  for (const auto& s : ops::live_stats_segments()) pids.push_back(std::to_string(s.pid));
   return pids;
+}
+
+int list_live() {
+  const auto segments = ops::live_stats_segments();
+  const auto locks = ops::held_locks();
+  fmt::print("{:>8}  {:<24} {}\n", "pid", "name", "config");
+  for (const auto& s : segments) {
+    std::string config;
+    for (const auto& l : locks)
+      if (l.pid == s.pid) config = l.config;
+    fmt::print("{:>8}  {:<24} {}\n", s.pid, s.name, config.empty() ? "-" : config);
+  }
+  return 0;
 }
 
 std::uint64_t u(const nlohmann::json& j, const char* key) { return j.contains(key) ? j[key].get<std::uint64_t>() : 0; }
@@ -116,6 +126,12 @@ void print_view(const nlohmann::json& doc, const nlohmann::json* prev, bool drop
       const auto& c = p["rx_queues"][q];
       fmt::print("    rxq{} packets {} nombuf {} errors {}\n", q, u(c, "rx_packets"), u(c, "rx_nombuf"), u(c, "rx_errors"));
     }
+    std::string lost;
+    if (p.contains("losses"))
+      for (const auto& [reason, n] : p["losses"].items())
+        if (!n.is_number() || n.get<std::uint64_t>())
+          lost += fmt::format("{}{} {}", lost.empty() ? "" : ", ", reason, n.is_number() ? std::to_string(n.get<std::uint64_t>()) : "unknown");
+    if (!lost.empty()) fmt::print("    lost before the pipeline: {}\n", lost);
   }
   print_filters(doc);
   print_latency(doc);
@@ -128,11 +144,12 @@ void print_view(const nlohmann::json& doc, const nlohmann::json* prev, bool drop
 }  // namespace
 
 int stat_command(const StatOptions& options) {
+  if (options.list) return list_live();
   std::string target = options.target;
   if (target.empty()) {
     auto pids = running_segments();
     if (pids.size() != 1) {
-      fmt::print(stderr, "rawpipe stat: {} running pipelines found in /dev/shm; name one by pid or name\n", pids.size());
+      fmt::print(stderr, "rawpipe stat: {} running pipelines found; name one by pid or name (`rawpipe stat --list`)\n", pids.size());
       return 1;
     }
     target = pids[0];

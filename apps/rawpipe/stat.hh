@@ -10,6 +10,7 @@ struct StatOptions {
   bool once = false;
   bool json = false;
   bool drops = false;
+  bool list = false;  // list the live pipelines and exit
 };
 
 int stat_command(const StatOptions& options);

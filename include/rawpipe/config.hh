@@ -57,6 +57,9 @@ struct PrivilegeSettings {
 // pipeline itself.
 struct AppSettings {
   int consumer_cpu = -1;  // CPU of the thread that drains "ring" endpoints; -1: not pinned
+  // [run] on_loss = "fail": frames a port lost before the pipeline (or a loss counter it could
+  // not read) make `rawpipe run` exit non-zero; "warn" (default) reports them and exits 0.
+  bool fail_on_loss = false;
   PrivilegeSettings privilege;  // [run] drop_privileges, user, group, plugin_dirs
 };
 

@@ -37,4 +37,8 @@ RAWPIPE_API std::string_view drop_stage(DropReason reason) noexcept;
 RAWPIPE_API nlohmann::json drop_tree_json(const std::array<std::uint64_t, kDropReasonCount>& pipeline_drops,
                               const std::vector<NamedPortStats>& ports);
 
+// A port's losses before the pipeline as {"reason": frames}, with null for a counter the port
+// could not read (unknown, not 0).
+RAWPIPE_API nlohmann::json losses_json(const PortLosses& losses);
+
 }  // namespace rawpipe::ops

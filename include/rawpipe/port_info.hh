@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,12 +33,55 @@ struct QueueCounters {
   std::uint64_t tx_errors = 0;
 };
 
+// Frames a port lost before the pipeline saw them, by reason: a full kernel ring, an XSK the
+// kernel could not deliver to, a NIC out of descriptors, a full socket buffer. They are part of a
+// run's verdict (a run with any is not lossless). Each reason counts frames, and reasons do not
+// overlap, so their sum is the frames lost. std::nullopt: the port has such a loss point but
+// cannot read its counter right now, which is not the same as 0 (nothing can be claimed).
+using PortLosses = std::map<std::string, std::optional<std::uint64_t>>;
+
 struct PortStats {
   std::vector<QueueCounters> rx_queues;
   std::vector<QueueCounters> tx_queues;
   // Driver-specific counters (error syndromes, kernel/NIC drop counters, mode facts), by name.
   std::map<std::string, std::uint64_t> extended;
+  // Losses below the pipeline that only the driver can see (kernel, XSK, NIC, socket buffer).
+  // The queue counters' rx_nombuf and rx_errors are losses too: lost_before_pipeline() adds them.
+  PortLosses losses;
 };
+
+// Every loss of a port before the pipeline: its driver's `losses` plus the frames it dropped for
+// lack of pool buffers (rx_nombuf) or as bad (rx_errors), under the names "rx_nombuf" and
+// "rx_errors" when not zero.
+inline PortLosses lost_before_pipeline(const PortStats& s) {
+  PortLosses out = s.losses;
+  std::uint64_t nombuf = 0, errors = 0;
+  for (const QueueCounters& q : s.rx_queues) {
+    nombuf += q.rx_nombuf;
+    errors += q.rx_errors;
+  }
+  if (nombuf) out["rx_nombuf"] = nombuf;
+  if (errors) out["rx_errors"] = errors;
+  return out;
+}
+
+struct LossTotals {
+  std::uint64_t frames = 0;          // sum of the counted reasons
+  std::vector<std::string> unknown;  // reasons whose counters could not be read
+  bool lossless() const noexcept { return frames == 0 && unknown.empty(); }
+};
+
+inline LossTotals loss_totals(const PortLosses& losses) {
+  LossTotals t;
+  for (const auto& [reason, n] : losses) {
+    if (n)
+      t.frames += *n;
+    else
+      t.unknown.push_back(reason);
+  }
+  return t;
+}
+
 
 struct LinkInfo {
   bool up = true;

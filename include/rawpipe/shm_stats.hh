@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "rawpipe/api.h"
 #include "rawpipe/status.hh"
@@ -41,6 +42,21 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "shared between p
 RAWPIPE_API std::string shm_stats_path(int pid);
 RAWPIPE_API std::string shm_stats_name_link(std::string_view name);
 
+// True while process pid exists (a pid of a dead process may be reused later; a segment's pid
+// names its writer until it is removed).
+RAWPIPE_API bool pid_alive(int pid);
+
+struct LiveSegment {
+  int pid = 0;
+  std::string name;  // the name the writer published under (its name link may belong to another)
+};
+// The stats segments whose writer is alive, by pid.
+RAWPIPE_API std::vector<LiveSegment> live_stats_segments();
+// Removes the segments of dead processes and name links that point at no live segment (a run
+// killed by SIGKILL or a crash leaves both behind); one line per thing removed, for the user.
+// Touches nothing a live process owns.
+RAWPIPE_API std::vector<std::string> remove_stale_stats_segments();
+
 class RAWPIPE_API ShmStatsWriter {
  public:
   // Creates /dev/shm/rawpipe.<pid> (replacing a stale one of the same pid) and the name link.
@@ -53,6 +69,8 @@ class RAWPIPE_API ShmStatsWriter {
   // Publishes a document; returns false when it does not fit (the previous one stays).
   bool publish(std::string_view document) noexcept;
   const std::string& path() const noexcept { return path_; }
+  // The pid of a live process whose name link this writer left alone (its name is taken), or 0.
+  int name_owner() const noexcept { return name_owner_; }
 
  private:
   void release() noexcept;
@@ -60,6 +78,7 @@ class RAWPIPE_API ShmStatsWriter {
   std::size_t map_size_ = 0;
   std::string path_;
   std::string link_;
+  int name_owner_ = 0;
 };
 
 class RAWPIPE_API ShmStatsReader {

@@ -40,6 +40,8 @@ class RAWPIPE_API StatsPublisher {
   // Publishes now (used before stop so the last figures reach readers).
   void publish_now();
   const std::string& path() const noexcept { return writer_.path(); }
+  // A live pipeline that already had the name (this one is then found by pid only), or 0.
+  int name_owner() const noexcept { return writer_.name_owner(); }
 
  private:
   void run();

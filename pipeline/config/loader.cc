@@ -209,6 +209,7 @@ void load_run(ConfigSection& root, Plan& plan, AppSettings& app, unsigned cpus, 
     s.fail("default_endpoint", "is only used with default_action = \"endpoint\"");
   }
   app.consumer_cpu = static_cast<int>(s.integer("consumer_cpu", -1, 4095, -1));
+  app.fail_on_loss = s.choice("on_loss", {"warn", "fail"}, "warn") == "fail";
   app.privilege = read_privilege_keys(s);
   plan.plugin_dirs_set = app.privilege.plugin_dirs_set;
   plan.plugin_dirs = app.privilege.plugin_dirs;
@@ -295,6 +296,26 @@ void record_problems(const Plan& plan, const ValidateOptions& options, ConfigSec
   }
 }
 
+// A port that steers only matched traffic to its queues (af_xdp in steer mode) never sees what a
+// default endpoint or the pipeline's ARP/ND answers (`addresses`) need: refuse rather than run a
+// config that silently receives nothing there.
+void check_unmatched_reach(const Plan& plan, std::vector<ConfigSection>& port_sections,
+                           const std::vector<std::size_t>& section_of_port) {
+  for (const auto& p : plan.ports) {
+    if (!p.spec || p.id >= section_of_port.size()) continue;
+    const std::string why = p.spec->unmatched_go_elsewhere();
+    if (why.empty()) continue;
+    ConfigSection& s = port_sections[section_of_port[p.id]];
+    if (plan.default_action == DefaultAction::kEndpoint && plan.default_endpoint < plan.endpoints.size())
+      s.fail("mode", fmt::format("[run] default_endpoint \"{}\" would receive nothing from port \"{}\": {}",
+                                 plan.endpoints[plan.default_endpoint].name, p.name, why));
+    if (!p.neigh.addresses.empty())
+      s.fail("addresses", fmt::format("the pipeline cannot answer ARP/ND on port \"{}\": {} (or configure the "
+                                      "addresses on the interface and let the kernel answer)",
+                                      p.name, why));
+  }
+}
+
 }  // namespace
 
 unsigned online_cpu_count() {
@@ -331,6 +352,7 @@ Result<LoadedConfig> load_config_string(std::string_view text, const std::string
   validate.cpu_count = cpus;
   validate.endpoints_need_rules = true;
   if (root.status()) record_problems(plan, validate, root, run ? &*run : nullptr, pools, ports, section_of_port, endpoints, lcores);
+  if (root.status()) check_unmatched_reach(plan, ports, section_of_port);
 
   for (auto& s : pools) (void)s.finish();
   for (std::size_t i = 0; i < ports.size(); ++i)

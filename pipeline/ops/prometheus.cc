@@ -141,6 +141,12 @@ std::string prometheus_text(const nlohmann::json& doc) {
   Family q_tx_err("rawpipe_port_tx_errors_total", "counter", "Packets a port's tx queue failed to send.");
   Family driver("rawpipe_port_driver_stat", "gauge",
                 "A driver-specific port counter or fact (kernel/NIC drops, XDP/XSK counters, modes), by name.");
+  Family lost("rawpipe_port_lost_before_pipeline_total", "counter",
+              "Frames a port lost before the pipeline saw them (kernel ring, XSK, NIC, socket buffer), by reason.");
+  Family lost_unknown("rawpipe_port_loss_unknown", "gauge",
+                      "1 for a loss counter the port has but could not read: the run cannot be called lossless.");
+  Family lossless("rawpipe_lossless", "gauge",
+                  "1 when no port lost a frame before the pipeline and every such counter was read, else 0.");
   for (const auto& p : arr(doc, "ports")) {
     const std::string name = str(p, "name");
     port_info.add({{"port", name}, {"pmd", str(p, "pmd")}}, 1);
@@ -162,7 +168,16 @@ std::string prometheus_text(const nlohmann::json& doc) {
     }
     for (const auto& [k, v] : obj(p, "extended").items())
       if (v.is_number()) driver.add({{"port", name}, {"stat", k}}, v.get<std::uint64_t>());
+    for (const auto& [reason, v] : obj(p, "losses").items()) {
+      if (v.is_number())
+        lost.add({{"port", name}, {"reason", reason}}, v.get<std::uint64_t>());
+      else
+        lost_unknown.add({{"port", name}, {"reason", reason}}, 1);
+    }
   }
+  // Absent from documents of writers older than the field: nothing is claimed then.
+  if (doc.is_object() && doc.contains("lossless") && doc["lossless"].is_boolean())
+    lossless.add({}, doc["lossless"].get<bool>() ? 1 : 0);
 
   Family pool_size("rawpipe_pool_buffers", "gauge", "Buffers in a pool.");
   Family pool_out("rawpipe_pool_buffers_outstanding", "gauge", "Buffers of a pool not back in it (in flight).");
@@ -211,7 +226,7 @@ std::string prometheus_text(const nlohmann::json& doc) {
 
   for (const Family* f : {&info, &running, &rx, &rx_bytes, &bursts, &empty, &delivered, &transmitted, &dropped, &ep,
                           &port_info, &port_tx, &q_rx, &q_rx_bytes, &q_nombuf, &q_rx_err, &q_tx, &q_tx_bytes,
-                          &q_tx_err, &driver, &pool_size, &pool_out, &f_seen, &f_verdicts, &f_lat, &f_max, &sample,
+                          &q_tx_err, &driver, &lost, &lost_unknown, &lossless, &pool_size, &pool_out, &f_seen, &f_verdicts, &f_lat, &f_max, &sample,
                           &s_lat, &s_max, &e2e, &e2e_max})
     f->write(out);
   return out;

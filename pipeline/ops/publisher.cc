@@ -118,6 +118,12 @@ nlohmann::json histogram_json(const HistogramSnapshot& h, double ns_per_unit) {
           {"p99_ns", ns(h.quantile(0.99))}, {"p999_ns", ns(h.quantile(0.999))}, {"max_ns", ns(h.max)}};
 }
 
+nlohmann::json losses_json(const PortLosses& losses) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [reason, n] : losses) j[reason] = n ? nlohmann::json(*n) : nlohmann::json(nullptr);
+  return j;
+}
+
 bool is_port_drop_counter(std::string_view name) noexcept {
   for (std::string_view k : {"drop", "overflow", "error", "truncated", "too_long", "oversize", "nombuf",
                              "refill_failed", "refused", "ring_full", "invalid"})
@@ -143,6 +149,8 @@ nlohmann::json stats_document(const Pipeline& pipeline, std::string_view name) {
                                 {"delivered", e < snap.delivered_per_endpoint.size() ? snap.delivered_per_endpoint[e] : 0}});
 
   std::vector<NamedPortStats> port_stats;
+  std::uint64_t lost_frames = 0;
+  bool lossless = true;
   doc["ports"] = nlohmann::json::array();
   for (std::uint16_t p = 0; p < pipeline.port_count(); ++p) {
     const Port& port = pipeline.port(p);
@@ -165,10 +173,18 @@ nlohmann::json stats_document(const Pipeline& pipeline, std::string_view name) {
     for (const auto& q : ps.rx_queues) pj["rx_queues"].push_back(queue_json(q));
     for (const auto& q : ps.tx_queues) pj["tx_queues"].push_back(queue_json(q));
     pj["extended"] = ps.extended;
+    const PortLosses losses = lost_before_pipeline(ps);
+    pj["losses"] = losses_json(losses);
+    const LossTotals t = loss_totals(losses);
+    lost_frames += t.frames;
+    lossless = lossless && t.lossless();
     port_stats.push_back({pipeline.port_name(p), ps});
     doc["ports"].push_back(std::move(pj));
   }
 
+  // Losses before the pipeline are part of the verdict beside the pipeline's own drops.
+  doc["lossless"] = lossless;
+  doc["lost_before_pipeline"] = lost_frames;
   doc["pools"] = nlohmann::json::array();
   for (const auto& pool : acc.pools)
     doc["pools"].push_back({{"name", pool.name}, {"count", pool.count}, {"outstanding", pool.outstanding}});

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "rawpipe/pipeline.hh"
+#include "rawpipe/drop_tree.hh"
 #include "rawpipe/stats_publisher.hh"
 #include "rawpipe/shm_stats.hh"
 #include "pipeline/stats/histogram.hh"
@@ -26,8 +27,9 @@ namespace rawpipe::ops {
 // (kernel/NIC drops, ring overflows, device errors), by naming convention of the drivers.
 bool is_port_drop_counter(std::string_view name) noexcept;
 
+
 // Everything `rawpipe stat` shows: lcores, endpoints, ports and queues (with path report and
-// extended counters), pools, and the drop tree ("drops": {"total", "port": {...}, "pipeline": {...}}).
+// extended counters and "losses"), "lossless" and "lost_before_pipeline" (the sum over ports), pools, and the drop tree ("drops": {"total", "port": {...}, "pipeline": {...}}).
 // Also "filters" (per filter callback: seen, verdicts, latency) and "latency" (sampled per-stage
 // latency per lcore and merged). Safe to call from several control threads at once.
 nlohmann::json stats_document(const Pipeline& pipeline, std::string_view name);

@@ -2,10 +2,13 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <filesystem>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -30,7 +33,67 @@ bool valid_name(std::string_view name) {
   });
 }
 
+// The pid in a name link's target ("rawpipe.<pid>"), or 0 when there is no such link.
+int link_owner(const std::string& link) {
+  char target[64] = {};
+  const ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+  if (n <= 8 || std::strncmp(target, "rawpipe.", 8) != 0) return 0;
+  int pid = 0;
+  auto [p, e] = std::from_chars(target + 8, target + n, pid);
+  return e == std::errc() && p == target + n ? pid : 0;
+}
+
+// The pid of a segment file name "rawpipe.<pid>", or 0.
+int segment_pid(std::string_view file) {
+  if (!file.starts_with("rawpipe.")) return 0;
+  int pid = 0;
+  auto [p, e] = std::from_chars(file.data() + 8, file.data() + file.size(), pid);
+  return e == std::errc() && p == file.data() + file.size() ? pid : 0;
+}
+
 }  // namespace
+
+bool pid_alive(int pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+
+std::vector<LiveSegment> live_stats_segments() {
+  std::vector<LiveSegment> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    const int pid = segment_pid(e.path().filename().string());
+    if (!pid || !pid_alive(pid)) continue;
+    LiveSegment seg{pid, ""};
+    if (auto r = ShmStatsReader::open(std::to_string(pid))) seg.name = r->name();
+    out.push_back(std::move(seg));
+  }
+  std::sort(out.begin(), out.end(), [](const LiveSegment& a, const LiveSegment& b) { return a.pid < b.pid; });
+  return out;
+}
+
+std::vector<std::string> remove_stale_stats_segments() {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  std::vector<std::filesystem::path> links;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    const std::string file = e.path().filename().string();
+    if (file.starts_with("rawpipe-name.")) {
+      links.push_back(e.path());
+      continue;
+    }
+    const int pid = segment_pid(file);
+    if (!pid || pid_alive(pid)) continue;
+    if (shm_unlink(("/" + file).c_str()) == 0)
+      removed.push_back(fmt::format("removed the stats segment {} of process {}, which is gone (it ended without "
+                                    "cleaning up: killed or crashed)",
+                                    e.path().string(), pid));
+  }
+  for (const auto& l : links) {
+    const int pid = link_owner(l.string());
+    if (pid && pid_alive(pid) && std::filesystem::exists(shm_stats_path(pid))) continue;
+    if (unlink(l.c_str()) == 0)
+      removed.push_back(fmt::format("removed the stats name link {}, which named no running pipeline", l.string()));
+  }
+  return removed;
+}
 
 std::string shm_stats_path(int pid) { return fmt::format("/dev/shm/rawpipe.{}", pid); }
 std::string shm_stats_name_link(std::string_view name) { return fmt::format("/dev/shm/rawpipe-name.{}", name); }
@@ -72,7 +135,13 @@ Result<ShmStatsWriter> ShmStatsWriter::create(std::string_view name) {
   h->magic = kShmStatsMagic;
   w.header_ = h;
   w.link_ = shm_stats_name_link(name);
-  unlink(w.link_.c_str());  // the name now belongs to this process
+  // The name stays with a live pipeline that has it; a link to a dead one is taken over.
+  if (const int owner = link_owner(w.link_); owner > 0 && owner != pid && pid_alive(owner)) {
+    w.name_owner_ = owner;
+    w.link_.clear();
+    return w;
+  }
+  unlink(w.link_.c_str());
   if (symlink(fmt::format("rawpipe.{}", pid).c_str(), w.link_.c_str()) != 0) w.link_.clear();
   return w;
 }
@@ -86,6 +155,7 @@ ShmStatsWriter& ShmStatsWriter::operator=(ShmStatsWriter&& o) noexcept {
     map_size_ = std::exchange(o.map_size_, 0);
     path_ = std::move(o.path_);
     link_ = std::move(o.link_);
+    name_owner_ = std::exchange(o.name_owner_, 0);
     o.path_.clear();
     o.link_.clear();
   }

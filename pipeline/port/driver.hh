@@ -56,6 +56,20 @@ class PortSpec {
   // must be exactly buf_size apart (PoolConfig::exact_stride); the config loader sets that on
   // the port's pool.
   virtual bool needs_exact_pool_stride() const { return false; }
+  // Why frames no endpoint rule matches, and non-IP frames (ARP), never reach this port's queues
+  // (they are steered to the kernel instead), naming the key that changes it; "" when the port
+  // receives everything. The config loader refuses what would count on them: a default endpoint
+  // or `addresses` answered by the pipeline.
+  virtual std::string unmatched_go_elsewhere() const { return {}; }
+  // The interface whose device queues the port takes for itself, and the first of them: a port
+  // with `queues` queues claims first..first+queues-1, and no second pipeline may poll those
+  // (ops/instance_lock.hh). Empty interface: the port claims no device queue (synth, pcap, the
+  // socket port, whose sockets the kernel keeps apart by address).
+  struct ClaimedQueues {
+    std::string interface;
+    unsigned first = 0;
+  };
+  virtual ClaimedQueues claimed_queues() const { return {}; }
 };
 
 // A driver: its name in `pmd = "..."`, what it is, and how it reads its own config keys.

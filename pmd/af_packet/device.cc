@@ -19,6 +19,7 @@
 #include "pmd/af_packet/af_packet.hh"
 #include "pmd/drivers.hh"
 #include "pmd/host/link_stats.hh"
+#include "pmd/host/multicast.hh"
 
 namespace rawpipe {
 namespace af_packet {
@@ -42,6 +43,9 @@ struct Spec final : PortSpec {
   int tpacket_version = 3;
 
   Result<std::unique_ptr<Port>> open(const PortEnv& env) const override;
+  // Every AF_PACKET socket gets a copy of every frame: a second pipeline on the interface would
+  // receive (and answer, echo, forward) the same traffic again.
+  ClaimedQueues claimed_queues() const override { return {interface, 0}; }
 };
 
 std::string errno_text(int err) { return std::strerror(err); }
@@ -76,6 +80,11 @@ class AfPacketPort final : public Port {
   }
   TxQueueHandle tx_queue(std::uint16_t q) override { return {&tx_burst, &txq_[q]}; }
   PortStats stats() const override;
+  // Classify filters in software; the rules' multicast groups are joined on the interface so the
+  // kernel reports them (IGMP/MLD) and the NIC's filter admits them.
+  Status update_steering(const SteeringRules& rules) override {
+    return groups_.update(ifindex_, spec_.interface, rules).context(fmt::format("af_packet port '{}'", env_.name));
+  }
 
  private:
   Status bind_rx(RxQueue& q, std::uint16_t protocol);
@@ -95,6 +104,7 @@ class AfPacketPort final : public Port {
   mutable std::mutex stats_mu_;
   mutable std::vector<tpacket_stats_v3> kernel_totals_;
   host::LinkDrops link_drops_;
+  host::GroupMemberships groups_;
 };
 
 Status AfPacketPort::open_queues() {
@@ -229,6 +239,7 @@ Status AfPacketPort::start() {
 }
 
 void AfPacketPort::stop() {
+  groups_.leave_all();  // the kernel sends the leaves now, not when the port is destroyed
   if (!started_) return;
   // Protocol 0 stops delivery. The ring holds kernel memory, not pool buffers, and rx_burst
   // returns its spare buffers before it returns, so no pool buffer is held here.
@@ -276,6 +287,9 @@ std::string AfPacketPort::path_report() const {
         rxq_.size() > 1 ? fmt::format(", fanout {} group {}", spec_.fanout_name, fanout_id_) : std::string(),
         spec_.promiscuous ? ", promiscuous" : "");
   }
+  for (const std::string& g : groups_.joined())
+    out += fmt::format("af_packet {}: multicast group {} joined on the interface (IGMP/MLD reports sent)\n",
+                       spec_.interface, g);
   for (std::size_t i = 0; i < txq_.size(); ++i)
     out += fmt::format("af_packet {} txq{}: sendmmsg, one system call per burst, the kernel copies each frame{}\n",
                        spec_.interface, i, spec_.qdisc_bypass ? ", qdisc bypassed" : "");
@@ -310,6 +324,7 @@ PortStats AfPacketPort::stats() const {
   PortStats s;
   std::uint64_t kernel_packets = 0, kernel_drops = 0, freezes = 0;
   std::uint64_t oversize = 0, truncated = 0, csum = 0, vlan = 0, would_block = 0;
+  bool unreadable = false;
   {
     std::lock_guard lock(stats_mu_);
     for (std::size_t i = 0; i < rxq_.size(); ++i) {
@@ -319,6 +334,8 @@ PortStats AfPacketPort::stats() const {
         kernel_totals_[i].tp_packets += st.tp_packets;
         kernel_totals_[i].tp_drops += st.tp_drops;
         kernel_totals_[i].tp_freeze_q_cnt += st.tp_freeze_q_cnt;
+      } else {
+        unreadable = true;
       }
       kernel_packets += kernel_totals_[i].tp_packets;
       kernel_drops += kernel_totals_[i].tp_drops;
@@ -351,6 +368,10 @@ PortStats AfPacketPort::stats() const {
   s.extended["rx_vlan_reinserted"] = vlan;
   s.extended["tx_would_block"] = would_block;
   link_drops_.add_to(s.extended);
+  // tp_drops counts frames; tp_freeze_q_cnt counts the times a V3 ring froze (events, not frames),
+  // so only the first is a loss. A socket whose statistics cannot be read makes the count unknown.
+  s.losses["kernel_ring_full"] = unreadable ? std::nullopt : std::optional<std::uint64_t>(kernel_drops);
+  link_drops_.add_losses_to(s.losses);
   return s;
 }
 

@@ -38,6 +38,9 @@ struct Config {
   ZeroCopy zero_copy = ZeroCopy::kAuto;
   Attach attach = Attach::kAuto;
   bool need_wakeup = true;
+  // Verify UDP/TCP checksums in software and complete those a local or veth sender left to
+  // offload (the XSK gives no checksum verdict): rx_burst_verify_csum instead of rx_burst.
+  bool verify_checksums = true;
 };
 
 // One writer (the queue's lcore), relaxed readers (stats): a plain load+store, no RMW needed.
@@ -67,6 +70,7 @@ struct alignas(kFalseSharingRange) XskQueue {
   bool need_wakeup = true;       // the socket was bound with XDP_USE_NEED_WAKEUP
 
   Counter rx_packets, rx_bytes, rx_wakeups, fill_alloc_failed;
+  Counter csum_completed, csum_bad;  // rx_burst_verify_csum only
   Counter tx_packets, tx_bytes, tx_wakeups, tx_copied, tx_foreign_nombuf, tx_ring_full;
   // Wakeup system calls the kernel refused (the interface went down or away): counted, and the
   // last errno kept for Port::notices(). Written by the queue's lcore, read relaxed (a statistic).
@@ -84,6 +88,8 @@ struct alignas(kFalseSharingRange) XskQueue {
 };
 
 std::uint16_t rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
+// rx_burst, then each UDP/TCP checksum verified (kL4CsumGood / kL4CsumBad) or completed in place.
+std::uint16_t rx_burst_verify_csum(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
 std::uint16_t tx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept;
 
 // Tops the fill ring up from the pool. Data path (called by rx_burst) and start().

@@ -15,6 +15,8 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <optional>
 
 #include "pipeline/classify/rule.hh"
 #include "pipeline/config/section.hh"
@@ -24,6 +26,7 @@
 #include "pmd/af_xdp/xdp_steer_abi.h"
 #include "pmd/drivers.hh"
 #include "pmd/host/link_stats.hh"
+#include "pmd/host/multicast.hh"
 
 namespace rawpipe {
 namespace af_xdp {
@@ -119,13 +122,18 @@ class AfXdpPort final : public Port {
 
   std::string path_report() const override {
     std::string out;
+    for (const std::string& g : groups_.joined())
+      out += fmt::format("af_xdp {}: multicast group {} joined on the interface (IGMP/MLD reports sent)\n",
+                         cfg_.interface, g);
     for (const auto& q : queues_) {
       if (!out.empty()) out += '\n';
-      out += fmt::format("af_xdp {} queue {}: XDP {} ({}), {}, need_wakeup {}, {}", cfg_.interface,
-                         cfg_.queue_offset + q->queue_id, program_->attach_mode(),
-                         program_->dispatcher() ? "libxdp dispatcher" : "single program",
+      out += fmt::format("af_xdp {} queue {}: XDP {} (bpf_link, detached when the process ends), {}, need_wakeup {}, {}, {}",
+                         cfg_.interface, cfg_.queue_offset + q->queue_id, program_->attach_mode(),
                          !started_ ? "not started" : q->zero_copy ? "zero-copy" : zc_failure_.empty() ? "copy mode" : "copy mode (the driver refused zero-copy)",
                          cfg_.need_wakeup ? "on" : "off",
+                         cfg_.verify_checksums ? "UDP/TCP checksums verified in software (those a sender left to "
+                                                 "offload completed)"
+                                               : "checksums not verified",
                          cfg_.mode == SteerMode::kAll ? "whole queue redirected"
                                                       : fmt::format("steering {} map entries, rest to the kernel",
                                                                     steer_entries_));
@@ -135,6 +143,7 @@ class AfXdpPort final : public Port {
 
   PortCaps caps() const override {
     PortCaps c;
+    c.rx_checksum = cfg_.verify_checksums;
     c.flow_rules = cfg_.mode == SteerMode::kSteer;
     c.kernel_pass = cfg_.mode == SteerMode::kSteer;
     c.tx = true;
@@ -188,6 +197,7 @@ class AfXdpPort final : public Port {
   }
 
   void stop() override {
+    groups_.leave_all();  // the leave reports go out with the stop
     if (!started_) return;
     EnterNetns in(home_);
     teardown();
@@ -196,7 +206,7 @@ class AfXdpPort final : public Port {
 
   RxQueueHandle rx_queue(std::uint16_t q) override {
     if (q >= env_.rx_queues || q >= queues_.size()) return {};
-    return {&rx_burst, queues_[q].get()};
+    return {cfg_.verify_checksums ? &rx_burst_verify_csum : &rx_burst, queues_[q].get()};
   }
   TxQueueHandle tx_queue(std::uint16_t q) override {
     if (q >= env_.tx_queues || q >= queues_.size()) return {};
@@ -225,18 +235,14 @@ class AfXdpPort final : public Port {
       tx_nombuf += q.tx_foreign_nombuf.get();
       tx_full += q.tx_ring_full.get();
       zc += q.zero_copy ? 1 : 0;
-      if (started_ && q.fd >= 0) {
-        xdp_statistics x{};
-        socklen_t len = sizeof(x);
-        if (getsockopt(q.fd, SOL_XDP, XDP_STATISTICS, &x, &len) == 0) {
-          total.rx_dropped += x.rx_dropped;
-          total.rx_invalid_descs += x.rx_invalid_descs;
-          total.tx_invalid_descs += x.tx_invalid_descs;
-          total.rx_ring_full += x.rx_ring_full;
-          total.rx_fill_ring_empty_descs += x.rx_fill_ring_empty_descs;
-          total.tx_ring_empty_descs += x.tx_ring_empty_descs;
-        }
-      }
+    }
+    bool unreadable = false;
+    {
+      // The sockets' counters die with them: stop() folds them into closed_xsk_ before closing.
+      std::lock_guard lock(xsk_stats_mu_);
+      total = closed_xsk_;
+      for (const auto& q : queues_)
+        if (q->fd >= 0 && !add_xsk_statistics(q->fd, total)) unreadable = true;
     }
     auto& e = s.extended;
     e["zero_copy_queues"] = started_ ? zc : 0;
@@ -257,13 +263,25 @@ class AfXdpPort final : public Port {
     e["xsk_rx_ring_full"] = total.rx_ring_full;
     e["xsk_rx_fill_ring_empty"] = total.rx_fill_ring_empty_descs;
     e["xsk_tx_ring_empty"] = total.tx_ring_empty_descs;
+    // Frames lost on the way to the sockets. The kernel counts a frame that found the rx ring full
+    // in rx_ring_full only, and one that found no fill-ring buffer (copy mode) or was too long in
+    // rx_dropped; rx_fill_ring_empty_descs counts failed fill-ring reads (the same frames again in
+    // copy mode, descriptor refills in zero-copy mode), so it is reported but not added.
+    auto known = [unreadable](std::uint64_t v) { return unreadable ? std::nullopt : std::optional<std::uint64_t>(v); };
+    s.losses["xsk_rx_dropped"] = known(total.rx_dropped);
+    s.losses["xsk_rx_ring_full"] = known(total.rx_ring_full);
+    link_drops_.add_losses_to(s.losses);
     for (const auto& [k, v] : program_->counters()) e[k] = v;
     link_drops_.add_to(e);
-    std::uint64_t kick_errors = 0, wake_errors = 0;
+    std::uint64_t kick_errors = 0, wake_errors = 0, csum_completed = 0, csum_bad = 0;
     for (const auto& q : queues_) {
+      csum_completed += q->csum_completed.get();
+      csum_bad += q->csum_bad.get();
       kick_errors += q->tx_kick_errors.get();
       wake_errors += q->rx_wakeup_errors.get();
     }
+    e["rx_csum_completed"] = csum_completed;
+    e["rx_csum_bad"] = csum_bad;
     e["tx_kick_errors"] = kick_errors;
     e["rx_wakeup_errors"] = wake_errors;
     const InterfaceState st = interface_state();
@@ -275,6 +293,7 @@ class AfXdpPort final : public Port {
   std::vector<std::string> notices() const override {
     const InterfaceState st = interface_state();
     std::vector<std::string> out;
+    if (!program_->removed_leftover().empty()) out.push_back(program_->removed_leftover());
     if (!st.present)
       out.push_back(fmt::format("interface {} (index {}) went away while the port ran: its AF_XDP sockets are unbound "
                                 "and receive nothing; recreate the interface and start rawpipe again",
@@ -295,6 +314,12 @@ class AfXdpPort final : public Port {
   }
 
   Status update_steering(const SteeringRules& rules) override {
+    {
+      // Groups are joined in both modes: the XDP program takes the frames, but only a kernel
+      // membership makes the switch and the NIC deliver them.
+      EnterNetns in(home_);
+      RAWPIPE_TRY(groups_.update(if_.index, cfg_.interface, rules).context(fmt::format("af_xdp port '{}'", env_.name)));
+    }
     if (cfg_.mode == SteerMode::kAll) return Status::ok();  // the whole queue is ours anyway
     auto n = program_->set_rules(rules);
     if (!n) return n.status().context(fmt::format("af_xdp port '{}'", env_.name));
@@ -399,13 +424,18 @@ class AfXdpPort final : public Port {
   // in the fill, rx, tx and completion rings or inside the driver. Once the UMEM is gone the
   // kernel no longer touches any of them.
   void teardown() {
-    for (auto& qp : queues_) {
-      XskQueue& q = *qp;
-      if (q.xsk) {
-        (void)program_->remove_socket(q.device_queue);
-        xsk_socket__delete(q.xsk);
-        q.xsk = nullptr;
-        q.fd = -1;
+    {
+      std::lock_guard lock(xsk_stats_mu_);
+      for (auto& qp : queues_) {
+        XskQueue& q = *qp;
+        if (q.xsk) {
+          (void)program_->remove_socket(q.device_queue);
+          // Last read while the socket is open: the run's verdict needs what it lost.
+          (void)add_xsk_statistics(q.fd, closed_xsk_);
+          xsk_socket__delete(q.xsk);
+          q.xsk = nullptr;
+          q.fd = -1;
+        }
       }
     }
     if (umem_) {
@@ -439,8 +469,25 @@ class AfXdpPort final : public Port {
     }
   }
 
+  // Adds one socket's XDP_STATISTICS to `total`; false when the kernel refuses to say.
+  static bool add_xsk_statistics(int fd, xdp_statistics& total) {
+    xdp_statistics x{};
+    socklen_t len = sizeof(x);
+    if (getsockopt(fd, SOL_XDP, XDP_STATISTICS, &x, &len) != 0) return false;
+    total.rx_dropped += x.rx_dropped;
+    total.rx_invalid_descs += x.rx_invalid_descs;
+    total.tx_invalid_descs += x.tx_invalid_descs;
+    total.rx_ring_full += x.rx_ring_full;
+    total.rx_fill_ring_empty_descs += x.rx_fill_ring_empty_descs;
+    total.tx_ring_empty_descs += x.tx_ring_empty_descs;
+    return true;
+  }
+
   Config cfg_;
   PortEnv env_;
+  // Guards closed_xsk_ and the sockets' fds between the stats thread and teardown().
+  mutable std::mutex xsk_stats_mu_;
+  xdp_statistics closed_xsk_{};  // what sockets closed by stop() had counted
   OpenedNetns home_;  // the namespace open() ran in
   IfInfo if_;
   unsigned nq_ = 1;
@@ -451,6 +498,7 @@ class AfXdpPort final : public Port {
   unsigned steer_entries_ = 0;
   std::string zc_failure_;
   host::LinkDrops link_drops_;
+  host::GroupMemberships groups_;
 };
 
 class AfXdpSpec final : public PortSpec {
@@ -463,6 +511,13 @@ class AfXdpSpec final : public PortSpec {
   }
   // UMEM frames are buf_size apart and rx finds a slot by shifting the frame address.
   bool needs_exact_pool_stride() const override { return true; }
+  ClaimedQueues claimed_queues() const override { return {cfg_.interface, cfg_.queue_offset}; }
+  std::string unmatched_go_elsewhere() const override {
+    if (cfg_.mode == SteerMode::kAll) return {};
+    return "in mode = \"steer\" (the default) its XDP program redirects only frames an endpoint rule matches and "
+           "passes everything else, ARP and neighbour discovery included, to the kernel; set mode = \"all\" to "
+           "take the whole queue";
+  }
 
  private:
   Config cfg_;
@@ -480,6 +535,7 @@ Result<std::unique_ptr<PortSpec>> parse(ConfigSection& s) {
   std::string at = s.choice("attach", {"auto", "native", "generic"}, "auto");
   c.attach = at == "native" ? Attach::kNative : at == "generic" ? Attach::kGeneric : Attach::kAuto;
   c.need_wakeup = s.boolean("need_wakeup", true);
+  c.verify_checksums = s.choice("rx_checksum", {"verify", "off"}, "verify") == "verify";
   RAWPIPE_TRY(s.status());
   return std::unique_ptr<PortSpec>(std::make_unique<AfXdpSpec>(std::move(c)));
 }

@@ -6,6 +6,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <unistd.h>
+#include <linux/if_link.h>
 #include <xdp/libxdp.h>
 
 #include <cerrno>
@@ -13,8 +14,10 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <vector>
 
 #include "pipeline/classify/rule.hh"
+#include "pmd/af_xdp/installed.hh"
 #include "pmd/af_xdp/xdp_steer_abi.h"
 
 namespace rawpipe::af_xdp {
@@ -38,12 +41,6 @@ int libbpf_collect(enum libbpf_print_level level, const char* format, va_list ar
 int libxdp_collect(enum libxdp_print_level level, const char* format, va_list args) {
   if (level == LIBXDP_DEBUG) return 0;
   return collect(format, args);
-}
-
-std::string lib_error(long err) {
-  char buf[256];
-  libxdp_strerror(static_cast<int>(err), buf, sizeof(buf));
-  return buf;
 }
 
 std::string trimmed(std::string s) {
@@ -148,50 +145,69 @@ Result<std::unique_ptr<SteerProgram>> SteerProgram::attach(const std::string& if
   p->ifindex_ = ifindex;
 
   LibMessages msgs;
-  if (xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex); mp && !libxdp_get_error(mp)) {
-    // A libxdp dispatcher takes our program beside the others; a plain (legacy) program cannot.
-    xdp_program* main = xdp_multiprog__is_legacy(mp) ? xdp_multiprog__main_prog(mp) : nullptr;
-    std::string name = main ? xdp_program__name(main) : "";
-    std::uint32_t id = main ? xdp_program__id(main) : 0;
-    xdp_multiprog__close(mp);
-    if (main)
-      return Status::errorf("interface {} already has an XDP program ('{}', id {}); remove it with "
+  auto installed = installed_program(ifindex);
+  if (!installed) return installed.status().context(fmt::format("interface {}", ifname));
+  if (const auto& prog = installed.value()) {
+    if (!prog->is_rawpipe())
+      return Status::errorf("interface {} already has an XDP program ('{}', id {}{}); remove it with "
                             "'ip link set dev {} xdp off' (or xdp-loader unload) if nothing else needs it",
-                            ifname, name, id, ifname);
+                            ifname, prog->name, prog->id,
+                            prog->holders.empty() ? "" : ", held by " + describe_holders(prog->holders), ifname);
+    if (!prog->holders.empty())
+      return Status::errorf("interface {} already carries rawpipe's XDP program (id {}), held by {}: another "
+                            "pipeline runs on this interface; stop it first (its program goes away with it)",
+                            ifname, prog->id, describe_holders(prog->holders));
+    // rawpipe's program and no process holds it: a run that died before it could detach (one
+    // attached through netlink by an older rawpipe, or by hand). Nothing can be using it.
+    RAWPIPE_TRY(remove_leftover(ifindex, *prog).context(fmt::format(
+        "interface {} has a leftover rawpipe XDP program that no process holds", ifname)));
+    p->removed_leftover_ = fmt::format("removed a leftover rawpipe XDP program (id {}) from {}: no process held it, "
+                                       "so an earlier run ended without detaching it",
+                                       prog->id, ifname);
   }
 
-  // Each attach gets a freshly opened object: a failed native attach leaves a loaded program behind
-  // that cannot be attached in another mode.
-  const std::pair<xdp_attach_mode, const char*> modes[] = {{XDP_MODE_NATIVE, "native"}, {XDP_MODE_SKB, "generic"}};
+  // Attached through a bpf_link: the kernel detaches the program when the link's last fd closes,
+  // which happens however the process ends (SIGKILL included) and needs no privilege, whereas a
+  // netlink attach stays behind a dead process. Each attempt gets a freshly opened object: a
+  // program loaded for a failed native attach cannot be reused in another mode.
+  const std::pair<std::uint32_t, const char*> modes[] = {{XDP_FLAGS_DRV_MODE, "native"},
+                                                         {XDP_FLAGS_SKB_MODE, "generic"}};
   std::string failures;
-  for (const auto& [m, label] : modes) {
-    if ((attach == Attach::kNative && m != XDP_MODE_NATIVE) || (attach == Attach::kGeneric && m != XDP_MODE_SKB))
+  for (const auto& [flag, label] : modes) {
+    if ((attach == Attach::kNative && flag != XDP_FLAGS_DRV_MODE) ||
+        (attach == Attach::kGeneric && flag != XDP_FLAGS_SKB_MODE))
       continue;
-    xdp_program* prog = xdp_program__open_file(p->path_.c_str(), "xdp", nullptr);
-    if (long err = libxdp_get_error(prog)) {
-      return Status::errorf("cannot open the XDP program {}: {}{}", p->path_, lib_error(err), msgs.take());
+    bpf_object* obj = bpf_object__open_file(p->path_.c_str(), nullptr);
+    if (long err = libbpf_get_error(obj))
+      return Status::errorf("cannot open the XDP program {}: {}{}", p->path_, std::strerror(static_cast<int>(-err)),
+                            msgs.take());
+    if (int err = bpf_object__load(obj)) {
+      bpf_object__close(obj);
+      return Status::errorf("cannot load the XDP program {}: {}{}{}", p->path_, std::strerror(-err), msgs.take(),
+                            geteuid() != 0 ? " (run as root or grant CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON)" : "");
     }
-    int err = xdp_program__attach(prog, ifindex, m, 0);
-    if (err == 0) {
-      p->prog_ = prog;
-      p->attached_mode_ = m;
+    bpf_program* prog = bpf_object__find_program_by_name(obj, kSteerProgramName);
+    if (!prog) {
+      bpf_object__close(obj);
+      return Status::errorf("the XDP program {} has no function {}", p->path_, kSteerProgramName);
+    }
+    LIBBPF_OPTS(bpf_link_create_opts, lopts, .flags = flag);
+    int link = bpf_link_create(bpf_program__fd(prog), ifindex, BPF_XDP, &lopts);
+    if (link >= 0) {
+      p->own_obj_ = obj;
+      p->link_fd_ = link;
+      p->prog_fd_ = bpf_program__fd(prog);
       p->attach_mode_ = label;
       break;
     }
-    failures += fmt::format("{}{} mode: {}{}", failures.empty() ? "" : "; ", label, lib_error(err), msgs.take());
-    xdp_program__close(prog);
+    const int err = errno;
+    failures += fmt::format("{}{} mode: {}{}", failures.empty() ? "" : "; ", label, std::strerror(err), msgs.take());
+    bpf_object__close(obj);
   }
-  if (!p->prog_)
-    return Status::errorf("cannot attach the XDP program to {}: {}{}", ifname, failures,
+  if (p->link_fd_ < 0)
+    return Status::errorf("cannot attach the XDP program to {} through a bpf_link: {}{}", ifname, failures,
                           geteuid() != 0 ? " (run as root or grant CAP_NET_ADMIN and CAP_BPF)" : "");
-
-  if (xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex); mp && !libxdp_get_error(mp)) {
-    p->dispatcher_ = !xdp_multiprog__is_legacy(mp);
-    xdp_multiprog__close(mp);
-  }
-
-  p->prog_fd_ = xdp_program__fd(p->prog_);
-  RAWPIPE_TRY(p->find_maps(xdp_program__bpf_obj(p->prog_), mode));
+  RAWPIPE_TRY(p->find_maps(p->own_obj_, mode));
   return p;
 }
 
@@ -225,8 +241,8 @@ Result<std::unique_ptr<SteerProgram>> SteerProgram::load_unattached(SteerMode mo
   p->own_obj_ = obj;
   if (int err = bpf_object__load(obj))
     return Status::errorf("cannot load the XDP program {}: {}{}", p->path_, std::strerror(-err), msgs.take());
-  bpf_program* prog = bpf_object__find_program_by_name(obj, "rawpipe_steer");
-  if (!prog) return Status::errorf("the XDP program {} has no function rawpipe_steer", p->path_);
+  bpf_program* prog = bpf_object__find_program_by_name(obj, kSteerProgramName);
+  if (!prog) return Status::errorf("the XDP program {} has no function {}", p->path_, kSteerProgramName);
   p->prog_fd_ = bpf_program__fd(prog);
   RAWPIPE_TRY(p->find_maps(obj, mode));
   return p;
@@ -241,33 +257,65 @@ Result<int> SteerProgram::test_run(const std::uint8_t* frame, std::size_t len) {
 }
 
 SteerProgram::~SteerProgram() {
+  // Closing the link detaches the program (nothing else holds the link: it is never pinned).
+  if (link_fd_ >= 0) close(link_fd_);
   if (own_obj_) bpf_object__close(own_obj_);
-  if (!prog_) return;
-  LibMessages quiet;
-  (void)xdp_program__detach(prog_, ifindex_, static_cast<xdp_attach_mode>(attached_mode_), 0);
-  xdp_program__close(prog_);
 }
 
 namespace {
 
+// The entries one rule set puts in a trie, by key bytes (the kernel compares keys byte for byte).
 template <typename Key>
-Status clear_map(int fd) {
-  Key key{}, next{};
-  // Deleting while iterating restarts from the first key each time, which a trie allows.
-  while (bpf_map_get_next_key(fd, nullptr, &next) == 0) {
-    key = next;
-    if (bpf_map_delete_elem(fd, &key) != 0) return Status::errorf("cannot clear a steering map: {}", std::strerror(errno));
+using Entries = std::map<std::string, std::pair<Key, std::uint32_t>>;
+
+template <typename Key>
+std::string key_bytes(const Key& k) {
+  return std::string(reinterpret_cast<const char*>(&k), sizeof k);
+}
+
+template <typename Key>
+Status write_entries(int fd, const Entries<Key>& entries, unsigned& written) {
+  for (const auto& [bytes, kv] : entries) {
+    if (bpf_map_update_elem(fd, &kv.first, &kv.second, BPF_ANY) != 0)
+      return Status::errorf("cannot write a steering entry: {}{}", std::strerror(errno),
+                            errno == E2BIG || errno == ENOMEM || errno == ENOSPC
+                                ? fmt::format(" (the XDP program holds at most {} entries per rule kind, old and "
+                                              "new rules together while an update is made)",
+                                              RAWPIPE_XDP_MAX_RULES)
+                                : "");
+    ++written;
   }
+  return Status::ok();
+}
+
+// Deletes every entry of the trie that `keep` does not have.
+template <typename Key>
+Status remove_others(int fd, const Entries<Key>& keep) {
+  std::vector<Key> stale;
+  Key next{};
+  bool first = true;
+  Key cur{};
+  while (bpf_map_get_next_key(fd, first ? nullptr : &cur, &next) == 0) {
+    first = false;
+    cur = next;
+    if (!keep.count(key_bytes(next))) stale.push_back(next);
+  }
+  for (const Key& k : stale)
+    if (bpf_map_delete_elem(fd, &k) != 0 && errno != ENOENT)
+      return Status::errorf("cannot remove a steering entry: {}", std::strerror(errno));
   return Status::ok();
 }
 
 }  // namespace
 
+// Make before break: the new rules' entries are written first (an entry both sets have is
+// overwritten in place, atomically for the program), and only then are the entries the new set
+// lacks removed. Traffic both sets steer is steered throughout; clearing first would hand it to
+// the kernel for the length of the update.
 Result<unsigned> SteerProgram::set_rules(const SteeringRules& rules) {
-  RAWPIPE_TRY(clear_map<rawpipe_port_key>(port_fd_));
-  RAWPIPE_TRY(clear_map<rawpipe_proto_key>(proto_fd_));
-  RAWPIPE_TRY(clear_map<rawpipe_addr_key>(addr_fd_));
-  unsigned written = 0;
+  Entries<rawpipe_port_key> port_entries;
+  Entries<rawpipe_proto_key> proto_entries;
+  Entries<rawpipe_addr_key> addr_entries;
   for (const SteeringRule& r : rules.rules) {
     const MatchRule& m = r.match;
     std::vector<std::uint8_t> families;
@@ -282,7 +330,7 @@ Result<unsigned> SteerProgram::set_rules(const SteeringRules& rules) {
       protos.push_back(m.ip_proto);
     else if (m.dst_port)
       protos = {17, 6, 132};  // a port means a protocol with ports: UDP, TCP, SCTP
-    std::uint32_t value = r.endpoint;
+    const std::uint32_t value = r.endpoint;
     for (std::uint8_t family : families) {
       std::uint8_t addr[16] = {};
       std::uint32_t bits = 0;
@@ -290,8 +338,7 @@ Result<unsigned> SteerProgram::set_rules(const SteeringRules& rules) {
         std::memcpy(addr, m.dst_ip->addr.data(), 16);
         bits = m.dst_ip->len;
       }
-      int err = 0;
-      int fd = -1;
+      // The first rule to claim a key keeps it, as classify's first match wins.
       if (m.dst_port) {
         for (std::uint8_t proto : protos) {
           rawpipe_port_key k{};
@@ -300,9 +347,7 @@ Result<unsigned> SteerProgram::set_rules(const SteeringRules& rules) {
           k.proto = proto;
           k.port = htons(*m.dst_port);
           std::memcpy(k.addr, addr, 16);
-          fd = port_fd_;
-          if ((err = bpf_map_update_elem(fd, &k, &value, BPF_ANY)) != 0) break;
-          ++written;
+          port_entries.emplace(key_bytes(k), std::pair{k, value});
         }
       } else if (!protos.empty()) {
         rawpipe_proto_key k{};
@@ -310,24 +355,23 @@ Result<unsigned> SteerProgram::set_rules(const SteeringRules& rules) {
         k.family = family;
         k.proto = protos[0];
         std::memcpy(k.addr, addr, 16);
-        fd = proto_fd_;
-        if ((err = bpf_map_update_elem(fd, &k, &value, BPF_ANY)) == 0) ++written;
+        proto_entries.emplace(key_bytes(k), std::pair{k, value});
       } else {
         rawpipe_addr_key k{};
         k.prefixlen = RAWPIPE_ADDR_KEY_FIXED_BITS + bits;
         k.family = family;
         std::memcpy(k.addr, addr, 16);
-        fd = addr_fd_;
-        if ((err = bpf_map_update_elem(fd, &k, &value, BPF_ANY)) == 0) ++written;
+        addr_entries.emplace(key_bytes(k), std::pair{k, value});
       }
-      if (err != 0)
-        return Status::errorf("cannot steer rule '{}' to the AF_XDP socket: {}{}", m.text, std::strerror(errno),
-                              errno == E2BIG || errno == ENOMEM
-                                  ? fmt::format(" (the XDP program holds at most {} entries per rule kind)",
-                                                RAWPIPE_XDP_MAX_RULES)
-                                  : "");
     }
   }
+  unsigned written = 0;
+  RAWPIPE_TRY(write_entries(port_fd_, port_entries, written));
+  RAWPIPE_TRY(write_entries(proto_fd_, proto_entries, written));
+  RAWPIPE_TRY(write_entries(addr_fd_, addr_entries, written));
+  RAWPIPE_TRY(remove_others(port_fd_, port_entries));
+  RAWPIPE_TRY(remove_others(proto_fd_, proto_entries));
+  RAWPIPE_TRY(remove_others(addr_fd_, addr_entries));
   return written;
 }
 

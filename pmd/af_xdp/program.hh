@@ -9,7 +9,6 @@
 #include "rawpipe/status.hh"
 #include "pmd/af_xdp/af_xdp.hh"
 
-struct xdp_program;
 struct bpf_object;
 
 namespace rawpipe {
@@ -27,8 +26,9 @@ Result<std::string> find_program_object();
 
 class SteerProgram {
  public:
-  // Opens the object, loads it and attaches it to ifindex in the requested mode. "auto" tries
-  // native (driver) mode first and falls back to generic (skb) mode.
+  // Opens the object, loads it and attaches it to ifindex through a bpf_link in the requested
+  // mode. "auto" tries native (driver) mode first and falls back to generic (skb) mode. A rawpipe
+  // program already there is refused when a live process holds it and removed when none does.
   static Result<std::unique_ptr<SteerProgram>> attach(const std::string& ifname, int ifindex, Attach attach,
                                                       SteerMode mode);
   // Loads the program and its maps without attaching it anywhere: for running it on crafted
@@ -44,8 +44,8 @@ class SteerProgram {
   // "native" or "generic": what the kernel really attached.
   const std::string& attach_mode() const { return attach_mode_; }
   const std::string& object_path() const { return path_; }
-  // True when libxdp's multi-program dispatcher is in use (needs bpffs), false for a plain attach.
-  bool dispatcher() const { return dispatcher_; }
+  // What attach() had to clean up first (a leftover program of a dead run), or "".
+  const std::string& removed_leftover() const { return removed_leftover_; }
   int xsks_map_fd() const { return xsks_fd_; }
 
   // Replaces the steering tries with `rules`. Returns the number of trie entries written.
@@ -57,14 +57,13 @@ class SteerProgram {
  private:
   SteerProgram() = default;
   Status find_maps(struct bpf_object* obj, SteerMode mode);
-  xdp_program* prog_ = nullptr;
-  struct bpf_object* own_obj_ = nullptr;  // load_unattached only
+  struct bpf_object* own_obj_ = nullptr;
+  int link_fd_ = -1;  // the bpf_link that keeps the program attached; -1 when loaded only
   int prog_fd_ = -1;
   int ifindex_ = 0;
-  int attached_mode_ = 0;  // enum xdp_attach_mode
   std::string attach_mode_;
   std::string path_;
-  bool dispatcher_ = false;
+  std::string removed_leftover_;
   int xsks_fd_ = -1, port_fd_ = -1, proto_fd_ = -1, addr_fd_ = -1, cfg_fd_ = -1, stats_fd_ = -1;
 };
 

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 
+#include "pipeline/wire/rx_checksum.hh"
 #include "pmd/af_xdp/af_xdp.hh"
 
 namespace rawpipe::af_xdp {
@@ -70,6 +71,34 @@ std::uint16_t rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
     }
   }
   return static_cast<std::uint16_t>(got);
+}
+
+std::uint16_t rx_burst_verify_csum(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
+  const std::uint16_t got = rx_burst(queue, pkts, n);
+  std::uint64_t completed = 0, bad = 0;
+  for (unsigned i = 0; i < got; ++i) {
+    Mbuf* m = pkts[i];
+    switch (wire::verify_or_complete_l4(m->data(), m->data_len)) {
+      case wire::RxL4Csum::kCompleted:
+        ++completed;
+        [[fallthrough]];
+      case wire::RxL4Csum::kGood:
+        m->flags |= pkt_flag::kL4CsumGood;
+        break;
+      case wire::RxL4Csum::kBad:
+        ++bad;
+        m->flags |= pkt_flag::kL4CsumBad;  // parse drops it under its reason
+        break;
+      case wire::RxL4Csum::kNotChecked:
+        break;
+    }
+  }
+  if (completed | bad) [[unlikely]] {
+    XskQueue& q = *static_cast<XskQueue*>(queue);
+    q.csum_completed.add(completed);
+    q.csum_bad.add(bad);
+  }
+  return got;
 }
 
 }  // namespace rawpipe::af_xdp

@@ -426,6 +426,13 @@ PortStats DpdkPort::stats() const {
   } else {
     st.extended.insert(last_device_stats_.begin(), last_device_stats_.end());
   }
+  // imissed: frames the device had no descriptor for; rx_nombuf: frames the PMD could not take
+  // for lack of DPDK mbufs (its own mempool, apart from the pool counted in rx_nombuf above).
+  // Absent when rte_eth_stats_get failed: unknown, not 0.
+  for (const auto& [key, reason] : {std::pair{"ethdev.imissed", "device_missed"}, {"ethdev.rx_nombuf", "device_nombuf"}}) {
+    auto it = st.extended.find(key);
+    st.losses[reason] = it == st.extended.end() ? std::nullopt : std::optional<std::uint64_t>(it->second);
+  }
   return st;
 }
 

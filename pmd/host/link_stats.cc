@@ -124,4 +124,10 @@ void LinkDrops::add_to(std::map<std::string, std::uint64_t>& e) const {
   e["if_rx_over_errors"] = c->rx_over_errors;
 }
 
+void LinkDrops::add_losses_to(PortLosses& losses) const {
+  if (!state_) return;
+  auto c = read();
+  losses["interface_missed"] = c ? std::optional<std::uint64_t>(c->rx_missed_errors) : std::nullopt;
+}
+
 }  // namespace rawpipe::host

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "rawpipe/status.hh"
+#include "pipeline/port/port.hh"
 
 namespace rawpipe::host {
 
@@ -38,6 +39,12 @@ class LinkDrops {
   // Adds if_rx_dropped, if_rx_missed_errors, if_rx_fifo_errors and if_rx_over_errors to a port's
   // extended stats; adds nothing when never opened or the read fails.
   void add_to(std::map<std::string, std::uint64_t>& extended) const;
+  // Adds "interface_missed" (rx_missed_errors: frames the NIC had no descriptor for, a loss before
+  // any socket) to a port's losses, or marks it unknown when the read fails. The FIFO/overrun
+  // counters are left out: drivers count events there, or the same frames again. The
+  // interface's rx_dropped is left out too: it counts what the kernel stack dropped after
+  // AF_PACKET taps and XDP had the frame (unknown protocols, extra VLAN tags), not rawpipe losses.
+  void add_losses_to(PortLosses& losses) const;
 
   struct State;  // the socket, the baseline and the mutex (link_stats.cc)
 

@@ -241,6 +241,8 @@ class Mlx5Port final : public Port {
     s.extended["rx_queue_resets"] = rx_resets;
     s.extended["rx_error_cqes_skipped"] = rx_skipped;
     s.extended["rx_hw_drops"] = hw_drops;
+    // The CQE's drop counter: frames the NIC dropped because the RQ had no posted WQE.
+    s.losses["nic_out_of_buffer"] = hw_drops;
     s.extended["rx_wqe_id_mismatch"] = mismatch;
     s.extended["tx_dummy_sends"] = dummies;
     s.extended["tx_runts"] = runts;

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "pipeline/config/section.hh"
@@ -76,7 +78,27 @@ class SocketPort final : public Port {
     return c;
   }
   Status start() override { return Status::ok(); }
-  void stop() override {}  // rx_burst and tx_burst hold no buffers between calls
+  // rx_burst and tx_burst hold no buffers between calls. Group memberships end with the run: the
+  // kernel sends the leave reports now rather than whenever the port is destroyed.
+  void stop() override {
+    for (unsigned i = 0; i < set_.count.load(std::memory_order_acquire); ++i) {
+      const BoundSocket& b = set_.sockets[i];
+      if (!b.multicast) continue;
+      group_req req{};
+      req.gr_interface = static_cast<std::uint32_t>(ifindex_);
+      if (b.family == L3Type::kIpv4) {
+        auto* g = reinterpret_cast<sockaddr_in*>(&req.gr_group);
+        g->sin_family = AF_INET;
+        std::memcpy(&g->sin_addr, b.addr.data(), 4);
+      } else {
+        auto* g = reinterpret_cast<sockaddr_in6*>(&req.gr_group);
+        g->sin6_family = AF_INET6;
+        std::memcpy(&g->sin6_addr, b.addr.data(), 16);
+      }
+      // Drops the whole membership, source-specific ones included.
+      (void)setsockopt(b.fd, b.family == L3Type::kIpv4 ? IPPROTO_IP : IPPROTO_IPV6, MCAST_LEAVE_GROUP, &req, sizeof req);
+    }
+  }
   RxQueueHandle rx_queue(std::uint16_t) override { return {&rx_burst, &rxq_}; }
   TxQueueHandle tx_queue(std::uint16_t) override { return {&tx_burst, &txq_}; }
   PortStats stats() const override;
@@ -88,7 +110,10 @@ class SocketPort final : public Port {
 
  private:
   Status add_socket(L3Type family, const std::array<std::uint8_t, 16>& addr, bool multicast, std::uint16_t port,
-                    std::uint32_t flow_tag, const std::string& rule_text);
+                    std::uint32_t flow_tag, const std::string& rule_text,
+                    const std::optional<std::array<std::uint8_t, 16>>& source = std::nullopt);
+  Status join_source(int fd, L3Type family, const std::array<std::uint8_t, 16>& group,
+                     const std::array<std::uint8_t, 16>& source, const std::string& rule_text);
 
   Spec spec_;
   PortEnv env_;
@@ -116,19 +141,49 @@ Status SocketPort::add_rule(const MatchRule& rule, std::uint32_t flow_tag) {
       multicast = p.family == L3Type::kIpv4 ? (addr[0] & 0xf0) == 0xe0 : addr[0] == 0xff;
     }
     // A wider prefix binds the wildcard address; classify keeps only what the prefix matches.
-    return add_socket(p.family, addr, multicast, *rule.dst_port, flow_tag, rule.text);
+    // A group with one source host is joined source-specific (IGMPv3/MLDv2).
+    std::optional<std::array<std::uint8_t, 16>> source;
+    if (multicast && rule.src_ip && rule.src_ip->is_host() && rule.src_ip->family == p.family)
+      source = rule.src_ip->addr;
+    return add_socket(p.family, addr, multicast, *rule.dst_port, flow_tag, rule.text, source);
   }
   RAWPIPE_TRY(add_socket(L3Type::kIpv4, {}, false, *rule.dst_port, flow_tag, rule.text));
   if (txq_.fallback_fd[1] < 0) return Status::ok();  // no IPv6 on this host
   return add_socket(L3Type::kIpv6, {}, false, *rule.dst_port, flow_tag, rule.text);
 }
 
+// Source-specific membership (MCAST_JOIN_SOURCE_GROUP) of a bound socket: IGMPv3/MLDv2 ALLOW.
+Status SocketPort::join_source(int fd, L3Type family, const std::array<std::uint8_t, 16>& group,
+                               const std::array<std::uint8_t, 16>& source, const std::string& rule_text) {
+  group_source_req req{};
+  req.gsr_interface = static_cast<std::uint32_t>(ifindex_);
+  const int af = family == L3Type::kIpv4 ? AF_INET : AF_INET6;
+  for (auto [ss, a] : {std::pair{&req.gsr_group, &group}, std::pair{&req.gsr_source, &source}}) {
+    if (af == AF_INET) {
+      auto* sin = reinterpret_cast<sockaddr_in*>(ss);
+      sin->sin_family = AF_INET;
+      std::memcpy(&sin->sin_addr, a->data(), 4);
+    } else {
+      auto* sin6 = reinterpret_cast<sockaddr_in6*>(ss);
+      sin6->sin6_family = AF_INET6;
+      std::memcpy(&sin6->sin6_addr, a->data(), 16);
+    }
+  }
+  if (setsockopt(fd, af == AF_INET ? IPPROTO_IP : IPPROTO_IPV6, MCAST_JOIN_SOURCE_GROUP, &req, sizeof req) < 0 &&
+      errno != EADDRINUSE)
+    return Status::errorf("socket port '{}': MCAST_JOIN_SOURCE_GROUP for rule '{}': {}", env_.name, rule_text,
+                          std::strerror(errno));
+  return Status::ok();
+}
+
 Status SocketPort::add_socket(L3Type family, const std::array<std::uint8_t, 16>& addr, bool multicast,
-                              std::uint16_t port, std::uint32_t flow_tag, const std::string& rule_text) {
+                              std::uint16_t port, std::uint32_t flow_tag, const std::string& rule_text,
+                              const std::optional<std::array<std::uint8_t, 16>>& source) {
   const unsigned count = set_.count.load(std::memory_order_relaxed);  // only this thread appends
   for (unsigned i = 0; i < count; ++i) {
     BoundSocket& s = set_.sockets[i];
     if (s.family == family && s.port == port && s.addr == addr) {
+      if (multicast && source) RAWPIPE_TRY(join_source(s.fd, family, addr, *source, rule_text));
       if (s.flow_tag != flow_tag) s.flow_tag = 0;  // shared by rules with different tags: no tag
       s.rule_text += ", " + rule_text;
       return Status::ok();
@@ -154,8 +209,18 @@ Status SocketPort::add_socket(L3Type family, const std::array<std::uint8_t, 16>&
   int one = 1, zero = 0;
   if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0) return fail("SO_REUSEADDR");
   if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one) < 0) return fail("SO_TIMESTAMPNS");
-  if (spec_.rcvbuf && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &spec_.rcvbuf, sizeof spec_.rcvbuf) < 0)
-    return fail("SO_RCVBUF");
+  if (spec_.rcvbuf) {
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &spec_.rcvbuf, sizeof spec_.rcvbuf) < 0) return fail("SO_RCVBUF");
+  } else {
+    // The kernel's default (net.core.rmem_default, 208 KiB) holds a few hundred datagrams: a
+    // burst longer than one lcore pause overflows it. Room for a full receive ring of full
+    // buffers instead; SO_RCVBUFFORCE passes net.core.rmem_max with CAP_NET_ADMIN, and without
+    // it SO_RCVBUF gets as close as rmem_max allows (the effective size is in the path report).
+    const int want = static_cast<int>(std::min<std::uint64_t>(
+        std::uint64_t(std::max<std::uint32_t>(env_.rx_ring_size, 256)) * env_.pool->buf_size(), 1u << 30));
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof want) < 0)
+      (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof want);
+  }
   if (family == L3Type::kIpv4) {
     if (setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one) < 0) return fail("IP_PKTINFO");
     sockaddr_in sin{};
@@ -169,7 +234,14 @@ Status SocketPort::add_socket(L3Type family, const std::array<std::uint8_t, 16>&
       ip_mreqn mr{};
       std::memcpy(&mr.imr_multiaddr, addr.data(), 4);
       mr.imr_ifindex = ifindex_;
-      if (setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof mr) < 0) return fail("IP_ADD_MEMBERSHIP");
+      if (source) {
+        if (Status st = join_source(fd, family, addr, *source, rule_text); !st) {
+          ::close(fd);
+          return st;
+        }
+      } else if (setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof mr) < 0) {
+        return fail("IP_ADD_MEMBERSHIP");
+      }
     }
   } else {
     if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0) return fail("IPV6_V6ONLY");
@@ -185,7 +257,14 @@ Status SocketPort::add_socket(L3Type family, const std::array<std::uint8_t, 16>&
       ipv6_mreq mr{};
       std::memcpy(&mr.ipv6mr_multiaddr, addr.data(), 16);
       mr.ipv6mr_interface = static_cast<unsigned>(ifindex_);
-      if (setsockopt(fd, IPPROTO_IPV6, IPV6_JOIN_GROUP, &mr, sizeof mr) < 0) return fail("IPV6_JOIN_GROUP");
+      if (source) {
+        if (Status st = join_source(fd, family, addr, *source, rule_text); !st) {
+          ::close(fd);
+          return st;
+        }
+      } else if (setsockopt(fd, IPPROTO_IPV6, IPV6_JOIN_GROUP, &mr, sizeof mr) < 0) {
+        return fail("IPV6_JOIN_GROUP");
+      }
     }
   }
   BoundSocket& s = set_.sockets[count];
@@ -218,13 +297,20 @@ Status SocketPort::add_socket(L3Type family, const std::array<std::uint8_t, 16>&
   return Status::ok();
 }
 
+int effective_rcvbuf(int fd) {
+  int v = 0;
+  socklen_t len = sizeof v;
+  return getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &len) == 0 ? v : 0;
+}
+
 std::string SocketPort::path_report() const {
   const unsigned count = set_.count.load(std::memory_order_acquire);
   std::string out = fmt::format(
       "socket rxq0: {} UDP socket(s) read with recvmmsg (one socket per burst, one system call); each datagram is "
       "copied once by the kernel into a pool buffer behind a synthesized Ethernet/IP/UDP header with its real "
-      "addresses\n",
-      count);
+      "addresses{}\n",
+      count, count ? fmt::format("; receive buffer {} KiB per socket", effective_rcvbuf(set_.sockets[0].fd) / 1024)
+                   : std::string());
   for (unsigned i = 0; i < count; ++i) {
     const BoundSocket& s = set_.sockets[i];
     out += fmt::format("  {}{} for '{}'\n", addr_text(s.family, s.addr, s.port),
@@ -253,13 +339,19 @@ PortStats SocketPort::stats() const {
   s.extended["sockets"] = set_.count.load(std::memory_order_acquire);
   // What the kernel dropped because a socket's receive buffer was full.
   std::uint64_t kernel_drops = 0;
+  bool unreadable = false;
   for (unsigned i = 0; i < set_.count.load(std::memory_order_acquire); ++i) {
-    // SO_MEMINFO's last field counts datagrams dropped for a full receive buffer.
+    // SO_MEMINFO's last field (sk_drops) counts datagrams the socket dropped: a full receive
+    // buffer, or a bad UDP checksum found when the datagram was queued.
     std::uint32_t mem[SK_MEMINFO_VARS] = {};
     socklen_t len = sizeof mem;
-    if (getsockopt(set_.sockets[i].fd, SOL_SOCKET, SO_MEMINFO, mem, &len) == 0) kernel_drops += mem[SK_MEMINFO_DROPS];
+    if (getsockopt(set_.sockets[i].fd, SOL_SOCKET, SO_MEMINFO, mem, &len) == 0)
+      kernel_drops += mem[SK_MEMINFO_DROPS];
+    else
+      unreadable = true;
   }
   s.extended["kernel_drops"] = kernel_drops;
+  s.losses["socket_drops"] = unreadable ? std::nullopt : std::optional<std::uint64_t>(kernel_drops);
   return s;
 }
 

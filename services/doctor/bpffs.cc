@@ -1,6 +1,6 @@
-// libxdp pins its multi-program dispatcher and our program under /sys/fs/bpf. Without bpffs it
-// cannot, so our program attaches alone: it works, but no other XDP program can share the
-// interface and a crashed run leaves the program attached until the next start replaces it.
+// The af_xdp port attaches its program through a bpf_link and needs no bpffs. libxdp-based tools
+// (xdp-loader, other programs meant to share the interface through a dispatcher) pin under
+// /sys/fs/bpf; without it they attach alone, so nothing can share the interface with them.
 #include <fmt/format.h>
 
 #include "services/doctor/checks.hh"
@@ -17,8 +17,8 @@ void check_bpffs(const Needs* needs, const HostFacts& h, Report& r) {
     return;
   }
   r.warn("bpffs",
-         "no BPF filesystem at /sys/fs/bpf: libxdp cannot pin its dispatcher, so the XDP program attaches alone "
-         "(no other XDP program can share the interface)",
+         "no BPF filesystem at /sys/fs/bpf: rawpipe does not need it (its XDP program is attached through a "
+         "bpf_link), but libxdp tools cannot pin a dispatcher, so no XDP program can share the interface",
          "sudo mount -t bpf bpf /sys/fs/bpf (persist: 'bpf /sys/fs/bpf bpf defaults 0 0' in /etc/fstab)");
 }
 

@@ -25,6 +25,29 @@ std::string setcap_fix(const HostFacts& h, std::string_view caps) {
 
 }  // namespace
 
+// setcap replaces a file's whole capability set, so one line per finding would undo the others:
+// every finding offers the same line, with everything the config's ports need.
+std::string config_setcap_caps(const Needs* needs) {
+  bool raw = !needs, xdp = !needs, pin = !needs;
+  if (needs)
+    for (const PortNeed& p : needs->ports) {
+      const bool is_auto = p.pmd == "auto";
+      raw = raw || p.pmd == "af_packet" || p.pmd == "af_xdp" || p.pmd == "mlx5" || p.pmd == "mana" || is_auto;
+      xdp = xdp || p.pmd == "af_xdp" || is_auto;
+      pin = pin || p.pmd == "af_xdp" || p.pmd == "mlx5" || p.pmd == "mana" || is_auto;
+    }
+  std::string caps;
+  auto add = [&](const char* c) { caps += fmt::format("{}{}", caps.empty() ? "" : ",", c); };
+  if (raw) add("cap_net_raw");
+  if (xdp) {
+    add("cap_net_admin");
+    add("cap_bpf");
+    add("cap_perfmon");
+  }
+  if (pin) add("cap_ipc_lock");
+  return caps;
+}
+
 void check_capabilities(const Needs* needs, const HostFacts& h, Report& r) {
   if (!h.caps_known) {
     r.warn("capabilities", "cannot read this process's capabilities (capget failed)",
@@ -44,12 +67,15 @@ void check_capabilities(const Needs* needs, const HostFacts& h, Report& r) {
              fmt::format("effective: {}; af_packet, af_xdp, mlx5 and mana ports need more (synth, pcap and socket "
                          "ports run without)",
                          have.empty() ? std::string("none of CAP_NET_RAW, CAP_NET_ADMIN, CAP_BPF, CAP_IPC_LOCK") : have),
-             setcap_fix(h, "cap_net_raw,cap_net_admin,cap_bpf,cap_ipc_lock"));
+             setcap_fix(h, config_setcap_caps(nullptr)));
     return;
   }
   std::vector<Need> wanted = {{CAP_NET_RAW, "raw sockets and raw-packet queues", {}},
                               {CAP_NET_ADMIN, "attaching the XDP program", {}},
-                              {bpf, "loading the XDP program", {}}};
+                              {bpf, "loading the XDP program", {}},
+                              // Without it the verifier refuses the program's packet-pointer
+                              // arithmetic for a process that is not root.
+                              {CAP_PERFMON, "the verifier to accept the XDP program", {}}};
   for (const PortNeed& p : needs->ports) {
     const bool is_auto = p.pmd == "auto";
     if (p.pmd == "af_packet" || p.pmd == "af_xdp" || p.pmd == "mlx5" || p.pmd == "mana" || is_auto)
@@ -57,15 +83,16 @@ void check_capabilities(const Needs* needs, const HostFacts& h, Report& r) {
     if (p.pmd == "af_xdp" || is_auto) {
       wanted[1].ports.insert(p.name);
       wanted[2].ports.insert(p.name);
+      wanted[3].ports.insert(p.name);
     }
   }
   bool needed_any = false;
   for (const Need& w : wanted) {
     if (w.ports.empty()) continue;
     needed_any = true;
-    const std::string name = w.cap == bpf ? "CAP_BPF" : std::string(host::capability_name(w.cap));
-    const std::string grant = w.cap == bpf ? "cap_bpf,cap_net_admin" : w.cap == CAP_NET_RAW ? "cap_net_raw" : "cap_net_admin";
-    const bool have = w.cap == bpf ? has_bpf() : h.caps.has(w.cap);
+    const std::string name = w.cap == bpf ? "CAP_BPF" : w.cap == CAP_PERFMON ? "CAP_PERFMON" : std::string(host::capability_name(w.cap));
+    const std::string grant = config_setcap_caps(needs);
+    const bool have = w.cap == bpf ? has_bpf() : w.cap == CAP_PERFMON ? h.caps.has(CAP_PERFMON) || h.caps.has(CAP_SYS_ADMIN) : h.caps.has(w.cap);
     std::string ports;
     bool only_auto = true;
     for (const std::string& n : w.ports) {

@@ -19,6 +19,8 @@
 namespace rawpipe::doctor {
 
 void check_capabilities(const Needs* needs, const HostFacts& host, Report& report);
+// The one capability set for `setcap` that covers every port of the config (nullptr: every driver).
+std::string config_setcap_caps(const Needs* needs);
 void check_memlock(const Needs* needs, const HostFacts& host, Report& report);
 void check_hugepages(const Needs* needs, const HostFacts& host, Report& report);
 void check_interfaces(const Needs* needs, const HostFacts& host, Report& report);

@@ -1,5 +1,6 @@
 #include "services/doctor/facts.hh"
 
+#include <net/if.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "pmd/rdma/loader.hh"
 #endif
 #if defined(RAWPIPE_HAVE_PMD_AF_XDP)
+#include "pmd/af_xdp/installed.hh"
 #include "pmd/af_xdp/program.hh"
 #endif
 #if defined(RAWPIPE_HAVE_PMD_MLX5)
@@ -66,6 +68,16 @@ NetdevFacts netdev_facts(const std::string& name, const std::vector<std::string>
   f.exists = true;
   f.mtu = flags->mtu;
   f.up = flags->up;
+#if defined(RAWPIPE_HAVE_PMD_AF_XDP)
+  if (auto x = af_xdp::installed_program(static_cast<int>(if_nametoindex(name.c_str()))); !x) {
+    f.xdp_query_error = x.message();
+  } else if (x.value()) {
+    f.xdp_prog_id = x.value()->id;
+    f.xdp_prog_name = x.value()->name;
+    f.xdp_prog_rawpipe = x.value()->is_rawpipe();
+    f.xdp_prog_holders = af_xdp::describe_holders(x.value()->holders);
+  }
+#endif
 #if defined(RAWPIPE_HAVE_RDMA)
   if (auto d = rdma::discover_netdev(name, o.sysfs_root)) {
     f.driver = d->driver;

@@ -30,6 +30,12 @@ struct NetdevFacts {
   std::uint8_t rdma_port = 1;
   // Rung probes of the auto ladder (pmd/mlx5/probe.hh, pmd/mana/probe.hh): "" = usable, else why not.
   std::map<std::string, std::string> probes;
+  // The XDP program already attached (pmd/af_xdp/installed.hh): id 0 when none or unknown.
+  std::uint32_t xdp_prog_id = 0;
+  std::string xdp_prog_name;
+  bool xdp_prog_rawpipe = false;
+  std::string xdp_prog_holders;  // "pid 12 (rawpipe run a.toml)", "" when no process holds it
+  std::string xdp_query_error;
 };
 
 struct HostFacts {

@@ -46,8 +46,8 @@ void check_memlock(const Needs* needs, const HostFacts& h, Report& r) {
     std::string fix = fmt::format(
         "raise the limit before starting rawpipe: `ulimit -l {}` (or `ulimit -l unlimited`; the hard limit is {}; "
         "systemd: LimitMEMLOCK=infinity; /etc/security/limits.conf: '<user> - memlock unlimited'), or grant "
-        "CAP_IPC_LOCK: sudo setcap cap_ipc_lock,cap_net_raw,cap_net_admin,cap_bpf+ep {}",
-        kib, mib(h.memlock_hard), h.binary.empty() ? std::string("$(command -v rawpipe)") : h.binary);
+        "CAP_IPC_LOCK: sudo setcap {}+ep {}",
+        kib, mib(h.memlock_hard), config_setcap_caps(needs), h.binary.empty() ? std::string("$(command -v rawpipe)") : h.binary);
     const std::string detail = fmt::format("{} but {} pin {} (AF_XDP UMEM / ibv_reg_mr)", limit, who, mib(need));
     if (only_auto)
       r.warn("memlock", detail + "; pmd = \"auto\" falls back to af_packet", fix);

@@ -230,7 +230,7 @@ TEST_F(PrivilegeRun, AfXdpAsNobodyKeepsOnlyWhatDetachNeeds) {
   const fs::path cfg = tmp_ / "xdp.toml";
   std::ofstream(cfg) << "[run]\nuser = \"nobody\"\nduration = 2\nstats_interval = 0.1\ndefault_action = \"endpoint\"\n"
                         "default_endpoint = \"rest\"\n[[pools]]\nname = \"rx\"\ncount = 4096\n"
-                        "[[ports]]\nname = \"p\"\npmd = \"af_xdp\"\ninterface = \""
+                        "[[ports]]\nname = \"p\"\npmd = \"af_xdp\"\nmode = \"all\"\ninterface = \""
                      << veth->a().name << "\"\n"
                      << kTail;
   const fs::path json = tmp_ / "xdp.json";

@@ -15,21 +15,24 @@ namespace {
 // driver and reject what neither read.
 class FakeSpec final : public PortSpec {
  public:
-  FakeSpec(std::uint16_t max_queues, bool frames) : max_queues_(max_queues), frames_(frames) {}
+  FakeSpec(std::uint16_t max_queues, bool frames, bool steers) : max_queues_(max_queues), frames_(frames), steers_(steers) {}
   Result<std::unique_ptr<Port>> open(const PortEnv&) const override { return Status::error("fake: not openable"); }
   std::uint16_t max_rx_queues() const override { return max_queues_; }
   bool needs_exact_pool_stride() const override { return frames_; }
+  std::string unmatched_go_elsewhere() const override { return steers_ ? "fake steers matched traffic only" : ""; }
 
  private:
   std::uint16_t max_queues_;
   bool frames_;
+  bool steers_;
 };
 
 Result<std::unique_ptr<PortSpec>> parse_fake(ConfigSection& s) {
   auto max_queues = static_cast<std::uint16_t>(s.integer("max_queues", 1, 64, 4));
   bool frames = s.boolean("frames", false);  // like af_xdp: needs slots exactly buf_size apart
+  bool steers = s.boolean("steers", false);  // like af_xdp in steer mode: unmatched traffic goes to the kernel
   if (!s.status()) return s.status();
-  return std::unique_ptr<PortSpec>(new FakeSpec(max_queues, frames));
+  return std::unique_ptr<PortSpec>(new FakeSpec(max_queues, frames, steers));
 }
 
 const PmdDriver kFake{"fake", "test driver", parse_fake};
@@ -133,6 +136,21 @@ TEST(ConfigLoader, PoolsOfPortsThatNeedExactSlotsGetThem) {
   auto exact = load(replace(kValid, "max_queues = 8\n", "max_queues = 8\nframes = true\n"));
   ASSERT_TRUE(exact) << exact.message();
   EXPECT_TRUE(exact->plan.pools[0].config.exact_stride);
+}
+
+TEST(ConfigLoader, DefaultEndpointOnAPortThatSteersOnlyMatchedTrafficIsRefused) {
+  const std::string msg = error_of(replace(kValid, "max_queues = 8\n", "max_queues = 8\nsteers = true\n"));
+  EXPECT_NE(msg.find("key 'mode': [run] default_endpoint \"rest\" would receive nothing from port \"p0\": fake "
+                     "steers matched traffic only"),
+            std::string::npos)
+      << msg;
+  std::string no_default = replace(kValid, "default_action = \"endpoint\"\ndefault_endpoint = \"rest\"\n", "");
+  no_default = replace(no_default, "name = \"rest\"\naction = \"sink\"\n", "name = \"rest\"\naction = \"sink\"\nmatch = [\"udp\"]\n");
+  auto ok = load(replace(no_default, "max_queues = 8\n", "max_queues = 8\nsteers = true\n"));
+  EXPECT_TRUE(ok) << ok.message();
+  const std::string addr = error_of(
+      replace(no_default, "max_queues = 8\n", "max_queues = 8\nsteers = true\naddresses = [\"10.0.0.1\"]\n"));
+  EXPECT_NE(addr.find("key 'addresses': the pipeline cannot answer ARP/ND on port \"p0\""), std::string::npos) << addr;
 }
 
 TEST(ConfigLoader, MissingFileSaysSo) {

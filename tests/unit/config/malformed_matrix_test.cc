@@ -39,7 +39,8 @@ const std::map<std::string, std::vector<std::string>> kDriverBase = {
     {"synth", {}},
     {"pcap", {"rx_file = \"/tmp/rawpipe-matrix-missing.pcap\""}},
     {"af_packet", {"interface = \"veth-matrix\""}},
-    {"af_xdp", {"interface = \"veth-matrix\""}},
+    // The matrix's [run] has a default endpoint, which a port in steer mode never feeds.
+    {"af_xdp", {"interface = \"veth-matrix\"", "mode = \"all\""}},
     {"socket", {"interface = \"veth-matrix\"", "listen = [\"udp dst *:5000\"]"}},
     {"auto", {"interface = \"veth-matrix\""}},
     {"mlx5", {"interface = \"mlx5-matrix\""}},

@@ -1,10 +1,14 @@
 // The stats segment of a running pipeline, read through the reader API while synth ports run,
 // agrees with the pipeline's own accounting at stop; the seqlock never hands out a torn document.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -143,6 +147,80 @@ TEST(ShmStats, RunningPipelineMatchesFinalAccounting) {
   EXPECT_FALSE(caps["rx_checksum"].get<bool>());
   EXPECT_FALSE(caps["timestamps"].get<bool>());
   EXPECT_EQ(caps["max_rx_queues"].get<unsigned>(), pipe.port_caps(0).max_rx_queues);
+}
+
+// A pid that is certainly not running: a child that has exited and been reaped.
+int dead_pid() {
+  pid_t c = fork();
+  if (c == 0) _exit(0);
+  int st = 0;
+  waitpid(c, &st, 0);
+  return c;
+}
+
+std::string shm_file(const std::string& name) { return "/dev/shm/" + name; }
+
+// A second pipeline with the same name leaves the live first one's link alone (and so cannot
+// remove it when it ends); a dead one's link is taken over.
+TEST(ShmStats, NameLinkBelongsToTheLivePipelineThatHasIt) {
+  const std::string name = fmt::format("owner-test-{}", getpid());
+  const std::string link = shm_stats_name_link(name);
+  // pid 1 is alive and is not us: it stands for another running pipeline.
+  ASSERT_EQ(symlink("rawpipe.1", link.c_str()), 0) << std::strerror(errno);
+  {
+    auto w = ShmStatsWriter::create(name);
+    ASSERT_TRUE(w) << w.message();
+    EXPECT_EQ(w->name_owner(), 1);
+  }
+  char target[64] = {};
+  ASSERT_GT(readlink(link.c_str(), target, sizeof target - 1), 0) << "the writer removed a link it did not own";
+  EXPECT_STREQ(target, "rawpipe.1");
+  unlink(link.c_str());
+
+  const int dead = dead_pid();
+  ASSERT_EQ(symlink(fmt::format("rawpipe.{}", dead).c_str(), link.c_str()), 0);
+  {
+    auto w = ShmStatsWriter::create(name);
+    ASSERT_TRUE(w) << w.message();
+    EXPECT_EQ(w->name_owner(), 0);
+    std::memset(target, 0, sizeof target);
+    ASSERT_GT(readlink(link.c_str(), target, sizeof target - 1), 0);
+    EXPECT_EQ(std::string(target), fmt::format("rawpipe.{}", getpid()));
+  }
+  EXPECT_NE(access(link.c_str(), F_OK), 0) << "the owner removes its link";
+}
+
+// What a SIGKILLed run leaves (its segment, its name link) is removed; a live process's is not,
+// and only live segments are listed.
+TEST(ShmStats, StaleSegmentsOfDeadProcessesAreRemovedLiveOnesKept) {
+  const int dead = dead_pid();
+  const std::string stale_seg = fmt::format("rawpipe.{}", dead);
+  const std::string stale_link = shm_stats_name_link(fmt::format("stale-test-{}", getpid()));
+  {
+    int fd = shm_open(("/" + stale_seg).c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    close(fd);
+  }
+  ASSERT_EQ(symlink(stale_seg.c_str(), stale_link.c_str()), 0);
+  auto live = ShmStatsWriter::create(fmt::format("live-test-{}", getpid()));
+  ASSERT_TRUE(live) << live.message();
+
+  bool listed_dead = false, listed_self = false;
+  for (const auto& s : live_stats_segments()) {
+    listed_dead |= s.pid == dead;
+    listed_self |= s.pid == getpid();
+  }
+  EXPECT_FALSE(listed_dead);
+  EXPECT_TRUE(listed_self);
+
+  const auto removed = remove_stale_stats_segments();
+  std::string all;
+  for (const auto& m : removed) all += m + "\n";
+  EXPECT_NE(all.find(shm_file(stale_seg)), std::string::npos) << all;
+  EXPECT_NE(all.find(stale_link), std::string::npos) << all;
+  EXPECT_NE(access(shm_file(stale_seg).c_str(), F_OK), 0);
+  EXPECT_NE(access(stale_link.c_str(), F_OK), 0);
+  EXPECT_EQ(access(live->path().c_str(), F_OK), 0) << "a live process's segment was removed";
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "pipeline/wire/checksum.hh"
+#include "pipeline/wire/rx_checksum.hh"
 
 #include <gtest/gtest.h>
 
@@ -64,6 +65,38 @@ TEST(Checksum, GoldenL4ChecksumsVerifyToZero) {
 TEST(Checksum, UdpSendsZeroAsAllOnes) {
   EXPECT_EQ(udp_checksum_on_wire(0), 0xffff);
   EXPECT_EQ(udp_checksum_on_wire(0x1234), 0x1234);
+}
+
+// What a veth or local sender hands over under CHECKSUM_PARTIAL: the folded pseudo-header sum
+// in the checksum field. The receiver completes it to exactly the golden checksum.
+void expect_completes(const std::uint8_t* golden, std::size_t size, std::size_t l4, std::size_t field,
+                      std::uint64_t pseudo) {
+  std::vector<std::uint8_t> f(golden, golden + size);
+  EXPECT_EQ(verify_or_complete_l4(f.data(), static_cast<std::uint32_t>(f.size())), RxL4Csum::kGood);
+  EXPECT_EQ(f, std::vector<std::uint8_t>(golden, golden + size)) << "a good frame is left alone";
+  const std::uint16_t partial = static_cast<std::uint16_t>(~csum_fold(pseudo));
+  store_be16(f.data() + l4 + field, partial);
+  EXPECT_EQ(verify_or_complete_l4(f.data(), static_cast<std::uint32_t>(f.size())), RxL4Csum::kCompleted);
+  EXPECT_EQ(f, std::vector<std::uint8_t>(golden, golden + size)) << "completed to the golden checksum";
+  f[l4 + 9] ^= 0x40;  // a payload byte: the checksum is now wrong and is not a pseudo-header sum
+  EXPECT_EQ(verify_or_complete_l4(f.data(), static_cast<std::uint32_t>(f.size())), RxL4Csum::kBad);
+}
+
+TEST(RxChecksum, GoodIsKeptPartialIsCompletedCorruptIsBad) {
+  expect_completes(g::kUdp4, sizeof g::kUdp4, 34, 6, ipv4_pseudo_sum(g::kUdp4 + 26, g::kUdp4 + 30, 17, 16));
+  expect_completes(g::kTcp4, sizeof g::kTcp4, 34, 16, ipv4_pseudo_sum(g::kTcp4 + 26, g::kTcp4 + 30, 6, 28));
+  expect_completes(g::kUdp6, sizeof g::kUdp6, 54, 6, ipv6_pseudo_sum(g::kUdp6 + 22, g::kUdp6 + 38, 17, 16));
+}
+
+TEST(RxChecksum, WhatCannotBeCheckedIsSaidSo) {
+  std::vector<std::uint8_t> f(g::kUdp4, g::kUdp4 + sizeof g::kUdp4);
+  EXPECT_EQ(verify_or_complete_l4(f.data(), 30), RxL4Csum::kNotChecked) << "cut short";
+  f[34 + 6] = f[34 + 7] = 0;  // UDP over IPv4 without a checksum
+  EXPECT_EQ(verify_or_complete_l4(f.data(), static_cast<std::uint32_t>(f.size())), RxL4Csum::kNotChecked);
+  std::vector<std::uint8_t> frag(g::kUdp4FragFirst, g::kUdp4FragFirst + sizeof g::kUdp4FragFirst);
+  EXPECT_EQ(verify_or_complete_l4(frag.data(), static_cast<std::uint32_t>(frag.size())), RxL4Csum::kNotChecked);
+  std::vector<std::uint8_t> icmp(g::kIcmp4, g::kIcmp4 + sizeof g::kIcmp4);
+  EXPECT_EQ(verify_or_complete_l4(icmp.data(), static_cast<std::uint32_t>(icmp.size())), RxL4Csum::kNotChecked);
 }
 
 TEST(ByteOrder, LoadsAndStoresAreBigEndianAtAnyAlignment) {
