@@ -61,6 +61,7 @@ const Row kRows[] = {
     {Sec::kRun, "", "user", "0", "\"\""},
     {Sec::kRun, "", "group", "0", "\"\""},
     {Sec::kRun, "", "plugin_dirs", "7", "[\"relative/dir\"]"},
+    {Sec::kRun, "", "on_loss", "1", "\"abort\""},
     // [[pools]]
     {Sec::kPool, "", "name", "1", "\"\""},
     {Sec::kPool, "", "count", "\"many\"", "63"},
