@@ -143,11 +143,9 @@ bool array_ok(rawpipe_pipeline* h, const void* array, unsigned max, const char* 
   return false;
 }
 
-// Resolves an application pointer to a buffer and drops one reference, refusing what is not a
-// live buffer; the message goes to *error. Returns the buffer when the caller must free it (it
-// dropped the last reference), else null.
-enum class Checked { kFree, kKept, kRefused };
-Checked check_and_drop(const void* p, Mbuf** out, std::string* error) {
+// Resolves an application pointer (a buffer handle, or a pointer into its data) to its buffer,
+// counting and refusing what is not one; the message goes to *error.
+Mbuf* resolve_checked(const void* p, std::string* error) {
   Mbuf* m = nullptr;
   switch (resolve_buffer(p, &m)) {
     case BufferCheck::kOk:
@@ -158,22 +156,32 @@ Checked check_and_drop(const void* p, Mbuf** out, std::string* error) {
     case BufferCheck::kNull:
       count(g_misuse.free_null);
       *error = "the buffer handle is NULL";
-      return Checked::kRefused;
+      return nullptr;
     case BufferCheck::kForeign:
       count(g_misuse.free_foreign);
       *error = fmt::format("{} is no rawpipe buffer (it lies in no pool); pass rawpipe_packet.handle", p);
-      return Checked::kRefused;
+      return nullptr;
     case BufferCheck::kInsideHeader:
       count(g_misuse.free_foreign);
       *error = fmt::format("{} points into a buffer's header or between buffers, not at a buffer or its data; pass "
                            "rawpipe_packet.handle",
                            p);
-      return Checked::kRefused;
+      return nullptr;
     case BufferCheck::kBadHeader:
       count(g_misuse.free_foreign);
       *error = fmt::format("{} is where a buffer should start, but its header names another pool (overwritten?)", p);
-      return Checked::kRefused;
+      return nullptr;
   }
+  return m;
+}
+
+// Resolves an application pointer to a buffer and drops one reference, refusing what is not a
+// live buffer; the message goes to *error. kFree: the caller dropped the last reference and must
+// free *out.
+enum class Checked { kFree, kKept, kRefused };
+Checked check_and_drop(const void* p, Mbuf** out, std::string* error) {
+  Mbuf* m = resolve_checked(p, error);
+  if (!m) return Checked::kRefused;
   switch (drop_reference_checked(m)) {
     case DropResult::kNotLast:
       return Checked::kKept;
@@ -449,21 +457,11 @@ int api_poll(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_completion* out, uns
 }
 
 int api_ref_buff(void* handle) {
-  Mbuf* m = nullptr;
-  switch (resolve_buffer(handle, &m)) {
-    case BufferCheck::kOk:
-      break;
-    case BufferCheck::kPayload:
-      count(g_misuse.free_payload_mapped);
-      break;
-    case BufferCheck::kNull:
-      count(g_misuse.free_null);
-      t_api_error = "ref_buff: the buffer handle is NULL";
-      return -1;
-    default:
-      count(g_misuse.free_foreign);
-      t_api_error = fmt::format("ref_buff: {} is no rawpipe buffer; pass rawpipe_packet.handle", handle);
-      return -1;
+  std::string error;
+  Mbuf* m = resolve_checked(handle, &error);
+  if (!m) {
+    t_api_error = "ref_buff: " + error;
+    return -1;
   }
   if (add_reference_checked(m)) return 0;
   count(g_misuse.free_already_free);
