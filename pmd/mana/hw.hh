@@ -243,5 +243,13 @@ constexpr std::uint64_t cq_doorbell(std::uint32_t cq_id, std::uint32_t tail, boo
 constexpr std::uint32_t doorbell_id(std::uint64_t v) noexcept { return std::uint32_t(v & 0xffffff); }
 constexpr std::uint32_t doorbell_wqe_cnt(std::uint64_t v) noexcept { return std::uint32_t(v >> 24) & 0xff; }
 constexpr std::uint32_t doorbell_tail(std::uint64_t v) noexcept { return std::uint32_t(v >> 32); }
+// The doorbell's tail_ptr is a 32-bit byte offset, so the position it names in basic units wraps
+// every 2^27 BU (about 134 M receive WQEs: under a minute at line rate), while the driver's and
+// the device's BU counters run on. The BU counter a tail names, given the last one seen: the
+// nearest one at or after `last` with the same low 27 bits.
+constexpr std::uint32_t doorbell_bu(std::uint32_t last_bu, std::uint32_t tail) noexcept {
+  constexpr std::uint32_t kTailBuMask = (1u << 27) - 1;
+  return last_bu + ((tail / kWqeBu - last_bu) & kTailBuMask);
+}
 
 }  // namespace rawpipe::mana

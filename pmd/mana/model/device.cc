@@ -311,7 +311,7 @@ void ManaModel::on_doorbell(std::uint32_t offset, std::uint64_t value) noexcept 
   if (tail % kWqeBu) violation(*q, fmt::format("doorbell tail {} is not a multiple of 32", tail));
   if (offset == kDoorbellRq && doorbell_wqe_cnt(value) != 0)
     violation(*q, fmt::format("RQ doorbell with wqe_cnt {} (must be 0)", doorbell_wqe_cnt(value)));
-  const std::uint32_t bu = tail / kWqeBu;
+  const std::uint32_t bu = doorbell_bu(q->doorbell_bu, tail);
   if (bu - q->consumed_bu > q->size / kWqeBu || std::int32_t(bu - q->doorbell_bu) < 0) {
     violation(*q, fmt::format("doorbell at BU {} with the device at {} and {} BU in the ring", bu, q->consumed_bu,
                               q->size / kWqeBu));

@@ -45,6 +45,22 @@ TEST(ManaHw, DoorbellValues) {
   EXPECT_EQ(kDoorbellEq, 0xff8u);
 }
 
+// tail_ptr is a 32-bit byte offset: after 2^27 basic units it wraps while the driver's BU counter
+// runs on (a long run reached it in under 30 s). The device side must follow the counter across
+// the wrap, and a doorbell that goes backwards must still look like one (far ahead of the device).
+TEST(ManaHw, DoorbellTailWrapsEvery2To27BasicUnits) {
+  constexpr std::uint32_t kWrapBu = 1u << 27;
+  for (std::uint32_t last : {0u, 100u, kWrapBu - 4, kWrapBu - 1, 5 * kWrapBu - 2, 0xffffffffu}) {
+    for (std::uint32_t ahead : {0u, 1u, 2u, 16u, 512u}) {
+      const std::uint32_t next = last + ahead;  // the driver's free-running BU counter
+      const std::uint32_t tail = doorbell_tail(rq_doorbell(0x101, next));
+      EXPECT_EQ(doorbell_bu(last, tail), next) << "last " << last << " ahead " << ahead;
+    }
+  }
+  // Backwards by one BU: the counter it names is almost a whole wrap ahead.
+  EXPECT_EQ(doorbell_bu(kWrapBu + 5, doorbell_tail(rq_doorbell(0x101, kWrapBu + 4))) - (kWrapBu + 5), kWrapBu - 1);
+}
+
 TEST(ManaHw, CqeOwnerDword) {
   // RQ 0x100, pass 0 writes owner 1: bits 29..31.
   EXPECT_EQ(bytes_of(cqe_wq_owner(0x100, false, 1)), (std::vector<std::uint8_t>{0x00, 0x01, 0x00, 0x20}));
