@@ -16,7 +16,6 @@
 namespace rawpipe::ops {
 namespace {
 
-constexpr std::size_t kWords = kShmStatsCapacity / 8;
 
 std::atomic<std::uint64_t>* words(ShmStatsHeader* h) noexcept {
   return reinterpret_cast<std::atomic<std::uint64_t>*>(h + 1);
