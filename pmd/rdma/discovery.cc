@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +33,11 @@ bool parse_mac(const std::string& text, std::array<std::uint8_t, 6>& mac) {
 }
 
 }  // namespace
+
+std::string default_sysfs_root() {
+  const char* root = std::getenv("RAWPIPE_SYSFS_ROOT");
+  return root && *root ? std::string(root) : std::string("/sys");
+}
 
 std::string format_mac(const std::array<std::uint8_t, 6>& mac) {
   return fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);

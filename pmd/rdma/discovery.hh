@@ -29,6 +29,11 @@ struct NetdevInfo {
   std::uint8_t rdma_port = 1;              // dev_port + 1 (verbs ports count from 1)
 };
 
+// The sysfs root the rdma PMDs read: "/sys", unless RAWPIPE_SYSFS_ROOT names another directory.
+// The variable is for tests only (tests/rdma_double runs the unmodified drivers against a
+// fabricated tree and a stand-in rdma-core); production never sets it.
+std::string default_sysfs_root();
+
 // Fails only when the interface does not exist; missing optional facts stay empty/zero.
 Result<NetdevInfo> discover_netdev(std::string_view ifname, const std::string& sysfs_root = "/sys");
 

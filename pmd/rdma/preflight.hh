@@ -24,7 +24,7 @@ struct PreflightOptions {
   std::string_view expected_driver;              // "mlx5_core" or "mana"
   std::string_view ibverbs_soname = kIbverbsSoname;
   std::function<Status()> load_provider;         // loads libmlx5/libmana; may be empty
-  std::string sysfs_root = "/sys";
+  std::string sysfs_root = default_sysfs_root();
   bool require_cap_net_raw = true;
 };
 

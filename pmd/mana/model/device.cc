@@ -156,6 +156,7 @@ struct ManaModel::Cq {
   std::uint32_t count = 0;
   std::uint32_t bytes = 0;
   Cqe* buf = nullptr;
+  bool external = false;
   std::uint64_t produced = 0;
 };
 
@@ -165,6 +166,7 @@ struct ManaModel::Wq {
   std::uint32_t count = 0;
   std::uint32_t size = 0;
   std::uint8_t* buf = nullptr;
+  bool external = false;
   Cq* cq = nullptr;
   std::uint32_t doorbell_bu = 0;  // producer position from the last doorbell
   std::uint32_t consumed_bu = 0;  // what the device has taken
@@ -197,8 +199,10 @@ ManaModel::ManaModel(ModelOptions options) : options_(options) {
 }
 
 ManaModel::~ManaModel() {
-  for (auto& c : cqs_) munmap(c->buf, c->bytes);
-  for (auto& w : wqs_) munmap(w->buf, w->size);
+  for (auto& c : cqs_)
+    if (!c->external) munmap(c->buf, c->bytes);
+  for (auto& w : wqs_)
+    if (!w->external) munmap(w->buf, w->size);
 }
 
 std::uint32_t ManaModel::register_mr(const void* addr, std::size_t len) {
@@ -207,34 +211,39 @@ std::uint32_t ManaModel::register_mr(const void* addr, std::size_t len) {
   return lkey;
 }
 
-std::uint32_t ManaModel::create_cq(std::uint32_t entries) {
+std::uint32_t ManaModel::create_cq(std::uint32_t entries, std::uint8_t* external, std::uint32_t bytes) {
   auto c = std::make_unique<Cq>();
   c->id = kCqIdBase + static_cast<std::uint32_t>(cqs_.size());
   c->count = std::bit_ceil(std::max<std::uint32_t>(entries, 1));
-  c->bytes = hw_size(c->count * kCqeSize);
-  c->buf = reinterpret_cast<Cqe*>(map_zeroed(c->bytes));
+  c->external = external != nullptr;
+  c->bytes = external ? bytes : hw_size(c->count * kCqeSize);
+  c->buf = reinterpret_cast<Cqe*>(external ? external : map_zeroed(c->bytes));
   cqs_.push_back(std::move(c));
   return cqs_.back()->id;
 }
 
-std::uint32_t ManaModel::create_rq(std::uint32_t max_wr, std::uint32_t cq_id) {
+std::uint32_t ManaModel::create_rq(std::uint32_t max_wr, std::uint32_t cq_id, std::uint8_t* external,
+                                   std::uint32_t bytes) {
   auto w = std::make_unique<Wq>();
   w->id = kRqIdBase + static_cast<std::uint32_t>(wqs_.size());
   w->count = max_wr;
-  w->size = hw_size(max_wr * kWqeBu);
-  w->buf = map_zeroed(w->size);
+  w->external = external != nullptr;
+  w->size = external ? bytes : hw_size(max_wr * kWqeBu);
+  w->buf = external ? external : map_zeroed(w->size);
   w->cq = cq(cq_id);
   wqs_.push_back(std::move(w));
   return wqs_.back()->id;
 }
 
-std::uint32_t ManaModel::create_sq(std::uint32_t max_wr, std::uint32_t cq_id) {
+std::uint32_t ManaModel::create_sq(std::uint32_t max_wr, std::uint32_t cq_id, std::uint8_t* external,
+                                   std::uint32_t bytes) {
   auto w = std::make_unique<Wq>();
   w->id = kSqIdBase + static_cast<std::uint32_t>(wqs_.size());
   w->is_sq = true;
   w->count = max_wr;
-  w->size = hw_size(max_wr * kWqeBu);
-  w->buf = map_zeroed(w->size);
+  w->external = external != nullptr;
+  w->size = external ? bytes : hw_size(max_wr * kWqeBu);
+  w->buf = external ? external : map_zeroed(w->size);
   w->cq = cq(cq_id);
   w->scratch.resize(kMaxFrame);
   wqs_.push_back(std::move(w));

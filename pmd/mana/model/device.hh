@@ -88,9 +88,14 @@ class ManaModel {
 
   // ---- control path (as rdma-core's provider would) ----
   std::uint32_t register_mr(const void* addr, std::size_t len);  // returns the lkey
-  std::uint32_t create_cq(std::uint32_t entries);               // rounded up to a power of two
-  std::uint32_t create_rq(std::uint32_t max_wr, std::uint32_t cq_id);
-  std::uint32_t create_sq(std::uint32_t max_wr, std::uint32_t cq_id);
+  // Queue memory is the model's own unless `external` is given: then the model reads and writes
+  // that zeroed buffer of `bytes` (what libmana's queue-buffer allocator handed out, as the NIC
+  // DMAs into the application's memory) and never frees it.
+  std::uint32_t create_cq(std::uint32_t entries, std::uint8_t* external = nullptr, std::uint32_t bytes = 0);  // rounded up to a power of two
+  std::uint32_t create_rq(std::uint32_t max_wr, std::uint32_t cq_id, std::uint8_t* external = nullptr,
+                          std::uint32_t bytes = 0);
+  std::uint32_t create_sq(std::uint32_t max_wr, std::uint32_t cq_id, std::uint8_t* external = nullptr,
+                          std::uint32_t bytes = 0);
   // manadv_init_obj's view of a queue.
   void describe_cq(std::uint32_t cq_id, CompletionQueue& out) const;
   void describe_wq(std::uint32_t wq_id, WorkQueue& out) const;

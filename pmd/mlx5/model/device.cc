@@ -410,6 +410,16 @@ std::vector<std::uint64_t> Device::posted_buffers(std::uint16_t id) const {
   return out;
 }
 
+void Device::stop_rq(std::uint16_t id) {
+  std::lock_guard lock(mu_);
+  rqs_.at(id)->ready = false;
+}
+
+void Device::stop_sq(std::uint16_t id) {
+  std::lock_guard lock(mu_);
+  sqs_.at(id)->ready = false;
+}
+
 bool Device::reset_rq(std::uint16_t id) {
   std::lock_guard lock(mu_);
   Rq& rq = *rqs_.at(id);

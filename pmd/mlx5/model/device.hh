@@ -119,6 +119,10 @@ class Device {
   std::vector<std::uint64_t> posted_buffers(std::uint16_t rq) const;
   bool reset_rq(std::uint16_t rq);
   bool reset_sq(std::uint16_t sq);
+  // One queue out of the ready state (ibv_modify_wq / ibv_modify_qp to RESET), as quiesce() does
+  // for all; reset_rq / reset_sq bring it back.
+  void stop_rq(std::uint16_t rq);
+  void stop_sq(std::uint16_t sq);
   const rdma::DoorbellSink* sink() const noexcept { return &sink_; }
 
   // ---- on-demand errors ----
