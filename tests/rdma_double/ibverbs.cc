@@ -22,7 +22,10 @@ __attribute__((visibility("default"))) ibv_device** (ibv_get_device_list)(int* n
   for (std::size_t i = 0; i < d.size(); ++i) list[i] = &d[i]->dev;
   if (num) *num = static_cast<int>(d.size());
   std::string names;
-  for (const auto& dev : d) names += (names.empty() ? "" : ",") + std::string(dev->dev.name);
+  for (const auto& dev : d) {
+    if (!names.empty()) names += ',';
+    names += dev->dev.name;
+  }
   rec("ibv_get_device_list devices={}", names);
   return list;
 }

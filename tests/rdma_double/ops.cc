@@ -183,7 +183,8 @@ ibv_rwq_ind_table* op_create_rwq_ind_table(ibv_context* ctx, ibv_rwq_ind_table_i
   bool all_found = size > 0;
   for (std::uint32_t i = 0; i < size && i < 4096; ++i) {
     Wq* w = find(st().wqs, attr->ind_tbl[i]);
-    names += (names.empty() ? "" : ",") + (w ? w->name : std::string("?"));
+    if (!names.empty()) names += ',';
+    names += w ? w->name : std::string("?");
     if (!w || w->pd->ctx != c) all_found = false;
     wqs.push_back(w);
   }
