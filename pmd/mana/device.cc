@@ -350,6 +350,8 @@ class ManaPortSpec final : public PortSpec {
   explicit ManaPortSpec(ManaSpec spec) : spec_(std::move(spec)) {}
   Result<std::unique_ptr<Port>> open(const PortEnv& env) const override;
   std::uint16_t max_rx_queues() const override { return 64; }
+  // The interface's vPort serves one owner at a time.
+  ClaimedQueues claimed_queues() const override { return {spec_.interface, 0}; }
 
  private:
   ManaSpec spec_;

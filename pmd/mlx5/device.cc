@@ -36,6 +36,11 @@ struct Spec final : PortSpec {
   bool steer_all = false;
 
   Result<std::unique_ptr<Port>> open(const PortEnv& env) const override;
+  // A second pipeline's raw QPs on the same NIC would race this one's flow rules for the same
+  // traffic. The model is an in-memory device of this port alone.
+  ClaimedQueues claimed_queues() const override {
+    return model ? ClaimedQueues{} : ClaimedQueues{verbs.interface, 0};
+  }
 };
 
 struct Region {
