@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -30,10 +31,14 @@ class InstanceLock : public ::testing::Test {
     dir_ = fs::temp_directory_path() / fmt::format("rawpipe-lock-test-{}", getpid());
     fs::create_directories(dir_);
     // This test's locks only: a pipeline elsewhere on the host cannot interfere.
+    if (const char* d = std::getenv("RAWPIPE_LOCK_DIR")) saved_ = d;
     setenv("RAWPIPE_LOCK_DIR", (dir_ / "locks").c_str(), 1);
   }
   void TearDown() override {
-    unsetenv("RAWPIPE_LOCK_DIR");
+    if (saved_)
+      setenv("RAWPIPE_LOCK_DIR", saved_->c_str(), 1);
+    else
+      unsetenv("RAWPIPE_LOCK_DIR");
     fs::remove_all(dir_);
   }
 
@@ -60,6 +65,7 @@ class InstanceLock : public ::testing::Test {
   }
 
   fs::path dir_;
+  std::optional<std::string> saved_;
 };
 
 TEST_F(InstanceLock, EachDriverClaimsItsDeviceAndModelsClaimNothing) {
