@@ -118,13 +118,8 @@ int run_command(const RunOptions& options) {
     run_user = u.value();
   }
 
-  // One pipeline per device queue and per lcore CPU, decided before any port opens: a second run
-  // of a config must not attach, bind or steer anything the first one uses.
-  auto locks = ops::take_instance_locks(plan, options.config);
-  if (!locks) {
-    fmt::print(stderr, "rawpipe: {}\n", locks.message());
-    return 1;
-  }
+  // One pipeline per device queue and per lcore CPU: Pipeline::create takes the locks before any
+  // port opens, so a second run of a config attaches, binds and steers nothing the first one uses.
   // What a run killed by SIGKILL or a crash left in /dev/shm (its XDP program went with it).
   for (const std::string& m : ops::remove_stale_stats_segments()) fmt::print(stderr, "rawpipe: {}\n", m);
 

@@ -6,7 +6,7 @@
 // that is about to lock it).
 //
 // Resources are plain strings: "queue <netns inode> <interface> <n>" (interface names are per
-// network namespace) and "cpu <n>".
+// network namespace), "device <name> [pid <pid>] <n>" (a DPDK ethdev) and "cpu <n>".
 #pragma once
 
 #include <string>
@@ -21,6 +21,9 @@ namespace rawpipe::ops {
 
 // "queue 4026531840 veth0 3": a device queue of an interface in the calling thread's namespace.
 RAWPIPE_API std::string queue_resource(std::string_view interface, unsigned queue);
+// "device dpdk 0000:03:00.0 3": a queue of a device named outside the kernel's namespaces;
+// process_private adds this process's pid (a device that exists in this process only).
+RAWPIPE_API std::string device_queue_resource(std::string_view device, bool process_private, unsigned queue);
 RAWPIPE_API std::string cpu_resource(int cpu);
 
 struct LockHolder {

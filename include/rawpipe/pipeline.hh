@@ -1,8 +1,10 @@
 // The pipeline: everything a Plan describes, built, started, stopped and accounted for.
 //
 // Life cycle (all control path, one control thread at a time unless stated):
-//   create(plan)  checks the plan as the config loader does (pipeline/plan/validate.hh), then
-//                 builds the pools, opens every port through its spec (PortSpec::open), compiles
+//   create(plan)  checks the plan as the config loader does (pipeline/plan/validate.hh), takes
+//                 the instance locks of its device queues and CPUs (a second pipeline on one of
+//                 them, in this process or another, is refused naming the first one's pid and
+//                 config: ops/instance_lock.hh), then builds the pools, opens every port through its spec (PortSpec::open), compiles
 //                 the endpoints' rules into the classifier, creates one SPSC ring per
 //                 (lcore, ring endpoint) and the lcores' state. Nothing runs yet. Errors name the
 //                 config file and line of the element that failed.
@@ -35,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "rawpipe/instance_lock.hh"
 #include "rawpipe/api.h"
 #include "rawpipe/drop_reason.hh"
 #include "rawpipe/mbuf.hh"
@@ -260,6 +263,9 @@ class RAWPIPE_API Pipeline {
   // The facade over three components (pipeline/engine/): the builder's parts (builder.hh), run
   // control (run_control.hh) and, inside the parts, the endpoint queues (endpoint_queues.hh).
   Plan plan_;
+  // The plan's device queues and lcore CPUs (ops/instance_lock.hh), taken before any port opens
+  // and released after the ports closed.
+  ops::InstanceLocks locks_;
   std::unique_ptr<PipelineParts> parts_;
   std::unique_ptr<RunControl> run_;
   EndpointQueues* queues_ = nullptr;  // parts_->queues: one load less on the consumer's calls

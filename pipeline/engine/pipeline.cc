@@ -1,6 +1,9 @@
 #include "rawpipe/pipeline.hh"
 
+#include <fmt/format.h>
+
 #include <chrono>
+#include <filesystem>
 
 #include "pipeline/classify/classifier.hh"
 #include "pipeline/classify/rule.hh"
@@ -49,6 +52,15 @@ Pipeline::~Pipeline() {
 
 Result<std::unique_ptr<Pipeline>> Pipeline::create(const Plan& plan) {
   std::unique_ptr<Pipeline> p(new Pipeline(plan));
+  // Plans built in code have no file: the refusal names the program instead.
+  std::string owner = plan.source;
+  if (owner.empty()) {
+    std::error_code ec;
+    owner = fmt::format("a plan built in code by {}", std::filesystem::read_symlink("/proc/self/exe", ec).string());
+  }
+  auto locks = ops::take_instance_locks(p->plan_, owner);
+  if (!locks) return locks.status();
+  p->locks_ = std::move(locks).value();
   auto parts = build_pipeline(p->plan_);
   if (!parts) return parts.status();
   p->parts_ = std::move(parts).value();

@@ -69,6 +69,11 @@ std::string queue_resource(std::string_view interface, unsigned queue) {
   return fmt::format("queue {} {} {}", ns, interface, queue);
 }
 
+std::string device_queue_resource(std::string_view device, bool process_private, unsigned queue) {
+  return process_private ? fmt::format("device {} pid {} {}", device, getpid(), queue)
+                         : fmt::format("device {} {}", device, queue);
+}
+
 std::string cpu_resource(int cpu) { return fmt::format("cpu {}", cpu); }
 
 InstanceLocks& InstanceLocks::operator=(InstanceLocks&& o) noexcept {
@@ -157,10 +162,15 @@ Result<InstanceLocks> take_instance_locks(const Plan& plan, const std::string& c
   for (const auto& p : plan.ports) {
     if (!p.spec) continue;
     const auto claim = p.spec->claimed_queues();
-    if (claim.interface.empty()) continue;
+    if (claim.interface.empty() && claim.device.empty()) continue;
     for (unsigned q = 0; q < std::max(p.rx_queues, p.tx_queues); ++q) {
-      resources.push_back(queue_resource(claim.interface, claim.first + q));
-      described.push_back(fmt::format("queue {} of interface {} (port '{}')", claim.first + q, claim.interface, p.name));
+      if (!claim.interface.empty()) {
+        resources.push_back(queue_resource(claim.interface, claim.first + q));
+        described.push_back(fmt::format("queue {} of interface {} (port '{}')", claim.first + q, claim.interface, p.name));
+      } else {
+        resources.push_back(device_queue_resource(claim.device, claim.process_private, claim.first + q));
+        described.push_back(fmt::format("queue {} of device {} (port '{}')", claim.first + q, claim.device, p.name));
+      }
     }
   }
   for (const auto& l : plan.lcores) {
@@ -168,8 +178,10 @@ Result<InstanceLocks> take_instance_locks(const Plan& plan, const std::string& c
     resources.push_back(cpu_resource(l.cpu));
     described.push_back(fmt::format("CPU {} (lcore {})", l.cpu, l.id));
   }
+  // A config file is named by its absolute path; anything else (a plan built in code) as given.
   std::error_code ec;
-  const std::string where = std::filesystem::absolute(config, ec).string();
+  const bool is_file = std::filesystem::exists(config, ec);
+  const std::string where = is_file ? std::filesystem::absolute(config, ec).string() : config;
   return InstanceLocks::acquire(resources, described, ec ? config : where);
 }
 

@@ -61,13 +61,19 @@ class PortSpec {
   // receives everything. The config loader refuses what would count on them: a default endpoint
   // or `addresses` answered by the pipeline.
   virtual std::string unmatched_go_elsewhere() const { return {}; }
-  // The interface whose device queues the port takes for itself, and the first of them: a port
-  // with `queues` queues claims first..first+queues-1, and no second pipeline may poll those
-  // (ops/instance_lock.hh). Empty interface: the port claims no device queue (synth, pcap, the
-  // socket port, whose sockets the kernel keeps apart by address).
+  // The device whose queues the port takes for itself, and the first of them: a port with
+  // `queues` queues claims first..first+queues-1, and no second pipeline may poll those
+  // (ops/instance_lock.hh). The device is a kernel interface (per network namespace: af_packet,
+  // af_xdp, mlx5 and mana, whose raw-packet queues and steering belong to the interface's NIC) or,
+  // without one, a device named outside the kernel's namespaces (dpdk: the ethdev's name, a PCI
+  // address for the whole host, a vdev only inside this process, where each process probes its
+  // own). Neither: the port claims nothing (synth, pcap, the socket port, whose sockets the kernel
+  // keeps apart by address, and the device models, each an in-memory device of its own port).
   struct ClaimedQueues {
     std::string interface;
     unsigned first = 0;
+    std::string device;            // used when interface is empty: "dpdk 0000:03:00.0"
+    bool process_private = false;  // the device exists in this process only (a DPDK vdev)
   };
   virtual ClaimedQueues claimed_queues() const { return {}; }
 };

@@ -55,6 +55,13 @@ class DpdkSpec final : public PortSpec {
   std::uint16_t max_rx_queues() const override { return RTE_MAX_QUEUES_PER_PORT; }
   // The zero-copy bridge maps an rte_mbuf back to its slot with a shift.
   bool needs_exact_pool_stride() const override { return buffers != BufferMode::kCopy; }
+  // The ethdev's name (devargs before the first ','). A vdev ("net_...") is created by this
+  // process's EAL, so two processes each have their own; a bus device (PCI) is the host's.
+  ClaimedQueues claimed_queues() const override {
+    const std::string name = device.substr(0, device.find(','));
+    if (name.empty()) return {};
+    return {"", 0, "dpdk " + name, name.starts_with("net_") || name.starts_with("eth_")};
+  }
 };
 
 class DpdkPort final : public Port {

@@ -10,7 +10,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
+#include <vector>
 
 namespace rawpipe::host {
 namespace {
@@ -50,6 +52,49 @@ Result<Channels> ethtool_channels(std::string_view ifname) {
   c.tx = ch.tx_count;
   c.combined = ch.combined_count;
   return c;
+}
+
+Result<std::map<std::string, std::uint64_t>> ethtool_stats(std::string_view ifname) {
+  ifreq ifr{};
+  RAWPIPE_TRY(fill_name(ifr, ifname));
+  IoctlSocket s;
+  if (s.fd < 0) return Status::errorf("socket: {}", std::strerror(errno));
+  // The count first: sset_info carries one u32 after its header per requested set.
+  alignas(ethtool_sset_info) std::uint8_t info_buf[sizeof(ethtool_sset_info) + sizeof(std::uint32_t)] = {};
+  auto* info = reinterpret_cast<ethtool_sset_info*>(info_buf);
+  info->cmd = ETHTOOL_GSSET_INFO;
+  info->sset_mask = 1ull << ETH_SS_STATS;
+  ifr.ifr_data = reinterpret_cast<char*>(info);
+  if (ioctl(s.fd, SIOCETHTOOL, &ifr) != 0)
+    return Status::errorf("ETHTOOL_GSSET_INFO on {}: {}", ifname, std::strerror(errno));
+  std::uint32_t count = 0;
+  std::memcpy(&count, info_buf + sizeof(ethtool_sset_info), sizeof count);
+  const std::uint32_t n = (info->sset_mask & (1ull << ETH_SS_STATS)) ? count : 0;
+  if (n == 0) return Status::errorf("{}: the driver reports no ethtool statistics", ifname);
+  std::vector<std::uint8_t> names(sizeof(ethtool_gstrings) + std::size_t(n) * ETH_GSTRING_LEN);
+  auto* gs = reinterpret_cast<ethtool_gstrings*>(names.data());
+  gs->cmd = ETHTOOL_GSTRINGS;
+  gs->string_set = ETH_SS_STATS;
+  gs->len = n;
+  ifr.ifr_data = reinterpret_cast<char*>(gs);
+  if (ioctl(s.fd, SIOCETHTOOL, &ifr) != 0)
+    return Status::errorf("ETHTOOL_GSTRINGS on {}: {}", ifname, std::strerror(errno));
+  std::vector<std::uint8_t> values(sizeof(struct ethtool_stats) + std::size_t(n) * sizeof(std::uint64_t));
+  auto* st = reinterpret_cast<struct ethtool_stats*>(values.data());
+  st->cmd = ETHTOOL_GSTATS;
+  st->n_stats = n;
+  ifr.ifr_data = reinterpret_cast<char*>(st);
+  if (ioctl(s.fd, SIOCETHTOOL, &ifr) != 0)
+    return Status::errorf("ETHTOOL_GSTATS on {}: {}", ifname, std::strerror(errno));
+  std::map<std::string, std::uint64_t> out;
+  const std::uint32_t got = std::min(n, st->n_stats);
+  for (std::uint32_t i = 0; i < got; ++i) {
+    const char* name = reinterpret_cast<const char*>(gs->data) + std::size_t(i) * ETH_GSTRING_LEN;
+    std::uint64_t v = 0;
+    std::memcpy(&v, values.data() + sizeof(struct ethtool_stats) + std::size_t(i) * sizeof v, sizeof v);
+    out[std::string(name, strnlen(name, ETH_GSTRING_LEN))] = v;
+  }
+  return out;
 }
 
 Result<IfFlags> interface_flags(std::string_view ifname) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,10 @@ struct Channels {
   std::uint32_t max_rx_queues() const noexcept { return max_rx > max_combined ? max_rx : max_combined; }
 };
 Result<Channels> ethtool_channels(std::string_view ifname);
+
+// `ethtool -S`: the driver's statistics by name (ETHTOOL_GSSET_INFO, ETHTOOL_GSTRINGS and
+// ETHTOOL_GSTATS). Fails when the driver has none or the interface is missing.
+Result<std::map<std::string, std::uint64_t>> ethtool_stats(std::string_view ifname);
 
 struct IfFlags {
   int index = 0;

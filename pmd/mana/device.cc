@@ -10,6 +10,7 @@
 #include "pipeline/buf/pool.hh"
 #include "pipeline/config/section.hh"
 #include "pmd/drivers.hh"
+#include "pmd/host/netdev.hh"
 #include "pmd/mana/probe.hh"
 #include "pmd/mana/setup.hh"
 #include "pmd/rdma/preflight.hh"
@@ -70,6 +71,11 @@ class ManaPort final : public ManaPortBase {
   RxQueueHandle rx_queue(std::uint16_t q) override {
     return {&rx_burst<rdma::HwDoorbell>, rxq_.at(q)};
   }
+  PortStats stats() const override {
+    PortStats s = ManaPortBase::stats();
+    add_nic_losses(s);
+    return s;
+  }
   TxQueueHandle tx_queue(std::uint16_t q) override {
     return {&tx_burst<rdma::HwDoorbell>, txq_.at(q)};
   }
@@ -80,6 +86,16 @@ class ManaPort final : public ManaPortBase {
                           errno_text(err));
   }
   void teardown() noexcept;
+  // The NIC's own drop counters, which only the kernel's mana driver can query from the device
+  // (MANA_QUERY_GF_STAT, `ethtool -S`): hc_rx_discards_no_wqe counts frames that found no posted
+  // receive WQE, hc_rx_err_vport_disabled frames that reached a disabled vPort. They count for the
+  // whole PCI function since the driver loaded, so the port reports the increase since start.
+  // A kernel without them (before 6.4) or a failed query leaves the loss unknown, never 0.
+  void add_nic_losses(PortStats& s) const;
+  static constexpr std::pair<const char*, const char*> kNicLosses[] = {
+      {"hc_rx_discards_no_wqe", "nic_out_of_buffer"}, {"hc_rx_err_vport_disabled", "nic_vport_disabled"}};
+  std::map<std::string, std::uint64_t> nic_baseline_;
+  std::string nic_stats_error_;
 
   PortEnv env_;
   ManaSpec spec_;
@@ -308,8 +324,28 @@ Status ManaPort::start() {
       return Status::errorf("pmd mana on {}: pool '{}' has no free buffers for rx queue {}", ifname_,
                             env_.pool->name(), q->queue_id);
   }
+  if (auto hc = host::ethtool_stats(ifname_)) {
+    nic_baseline_ = std::move(hc).value();
+  } else {
+    nic_stats_error_ = hc.message();
+  }
   started_ = true;
   return Status::ok();
+}
+
+void ManaPort::add_nic_losses(PortStats& s) const {
+  auto now = nic_stats_error_.empty() ? host::ethtool_stats(ifname_)
+                                      : Result<std::map<std::string, std::uint64_t>>(Status::error(nic_stats_error_));
+  for (const auto& [counter, loss] : kNicLosses) {
+    const auto base = nic_baseline_.find(counter);
+    if (!now || base == nic_baseline_.end() || !now->count(counter)) {
+      s.losses[loss] = std::nullopt;
+      continue;
+    }
+    const std::uint64_t v = now->at(counter);
+    s.losses[loss] = v >= base->second ? v - base->second : v;  // a device reset restarts the count
+    s.extended[counter] = v;
+  }
 }
 
 void ManaPort::stop() {
@@ -350,6 +386,8 @@ class ManaPortSpec final : public PortSpec {
   explicit ManaPortSpec(ManaSpec spec) : spec_(std::move(spec)) {}
   Result<std::unique_ptr<Port>> open(const PortEnv& env) const override;
   std::uint16_t max_rx_queues() const override { return 64; }
+  // The interface's vPort serves one owner at a time.
+  ClaimedQueues claimed_queues() const override { return {spec_.interface, 0}; }
 
  private:
   ManaSpec spec_;

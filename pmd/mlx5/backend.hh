@@ -90,6 +90,10 @@ struct ModelOptions {
   std::uint32_t rx_error_every = 0;    // fault injection: every n-th frame completes with an error CQE (0: off)
   double rate_pps = 0;                 // the wire's pace; 0: as fast as the receive queue takes frames
   std::array<std::uint8_t, 6> mac{0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
+  // A kernel interface the model stands in front of for the control path's side effects on the
+  // host (multicast memberships, as the hardware port keeps on its netdev); "" for none. The
+  // model's queues stay its own: it claims no instance lock for it.
+  std::string interface;
 };
 Result<std::unique_ptr<Backend>> open_model_backend(const ModelOptions& o);
 

@@ -1,8 +1,11 @@
 // The mlx5 control path on the device model: what verbs.cc does on a NIC, done to the in-memory
 // ConnectX, plus the frame source that plays the wire (synthetic UDP frames or a pcap file) on
 // the model's own thread.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <arpa/inet.h>
+#include <net/if.h>
 
 #include <charconv>
 #include <cstring>
@@ -89,6 +92,9 @@ class ModelBackend final : public Backend {
     return l;
   }
   FlowTarget flow_target() const override { return FlowTarget{o_.mac, 1}; }
+  int ifindex() const override {
+    return o_.interface.empty() ? 0 : static_cast<int>(if_nametoindex(o_.interface.c_str()));
+  }
 
   Result<std::uint32_t> register_memory(void* addr, std::size_t len, std::string_view) override {
     return dev_.reg_mr(addr, len);
@@ -219,6 +225,10 @@ class ModelBackend final : public Backend {
 }  // namespace
 
 Result<std::unique_ptr<Backend>> open_model_backend(const ModelOptions& o) {
+  if (!o.interface.empty() && if_nametoindex(o.interface.c_str()) == 0)
+    return Status::errorf("mlx5-model: interface '{}' does not exist in this network namespace (the model keeps "
+                          "its multicast memberships there); name an existing one or remove the key",
+                          o.interface);
   auto b = std::make_unique<ModelBackend>(o);
   RAWPIPE_TRY(b->load_frames());
   return std::unique_ptr<Backend>(std::move(b));

@@ -4,6 +4,10 @@
 //   capabilities.cc  CAP_NET_RAW, CAP_NET_ADMIN, CAP_BPF (or CAP_SYS_ADMIN), CAP_IPC_LOCK
 //   memlock.cc       RLIMIT_MEMLOCK against the pool memory AF_XDP and rdma-core pin
 //   hugepages.cc     free 2 MiB hugepages against the pools; hugetlbfs for the dpdk port
+//   memory.cc        RAM (MemAvailable, the overcommit policy) against the pools' anonymous memory
+//   checksum.cc      tx checksum offload of the interface feeding each port (a veth's peer)
+//   taps.cc          capture tap directories: exist, writable, free space
+//   metrics_port.cc  the [metrics] address is free, and who holds it when not
 //   interface.cc     interface exists, its driver, link state, MTU against the XDP limits, queues
 //   numa.cc          NUMA node of the NIC against the CPUs of the lcores that poll it
 //   bpffs.cc         /sys/fs/bpf for libxdp
@@ -23,6 +27,10 @@ void check_capabilities(const Needs* needs, const HostFacts& host, Report& repor
 std::string config_setcap_caps(const Needs* needs);
 void check_memlock(const Needs* needs, const HostFacts& host, Report& report);
 void check_hugepages(const Needs* needs, const HostFacts& host, Report& report);
+void check_memory(const Needs* needs, const HostFacts& host, Report& report);
+void check_checksum_offload(const Needs* needs, const HostFacts& host, Report& report);
+void check_taps(const Needs* needs, const HostFacts& host, Report& report);
+void check_metrics_port(const Needs* needs, const HostFacts& host, Report& report);
 void check_interfaces(const Needs* needs, const HostFacts& host, Report& report);
 void check_numa(const Needs* needs, const HostFacts& host, Report& report);
 void check_bpffs(const Needs* needs, const HostFacts& host, Report& report);

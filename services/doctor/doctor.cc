@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "services/doctor/checks.hh"
 
 namespace rawpipe::doctor {
@@ -16,6 +18,9 @@ GatherOptions gather_options_for(const Needs* needs) {
     if (p.pmd == "mlx5" || p.pmd == "auto") probes.push_back("mlx5");
     if (p.pmd == "mana" || p.pmd == "auto") probes.push_back("mana");
   }
+  for (const TapNeed& t : needs->taps)
+    if (std::find(o.tap_dirs.begin(), o.tap_dirs.end(), t.dir) == o.tap_dirs.end()) o.tap_dirs.push_back(t.dir);
+  o.metrics_listen = needs->metrics_listen;
   return o;
 }
 
@@ -24,11 +29,15 @@ Report run_checks(const Needs* needs, const HostFacts& host) {
   check_capabilities(needs, host, r);
   check_memlock(needs, host, r);
   check_hugepages(needs, host, r);
+  check_memory(needs, host, r);
   check_interfaces(needs, host, r);
   check_xdp_program(needs, host, r);
   check_bpffs(needs, host, r);
   check_rdma(needs, host, r);
   check_numa(needs, host, r);
+  check_checksum_offload(needs, host, r);
+  check_taps(needs, host, r);
+  check_metrics_port(needs, host, r);
   check_paths(needs, host, r);
   return r;
 }

@@ -1,14 +1,21 @@
 #include "services/doctor/facts.hh"
 
+#include <fcntl.h>
 #include <net/if.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "services/doctor/listen_probe.hh"
+#include "services/doctor/peer.hh"
 
 #if defined(RAWPIPE_HAVE_RDMA)
 #include "pmd/rdma/discovery.hh"
@@ -57,6 +64,31 @@ std::string run_probe(const std::string& rung, const std::string& ifname) {
   return fmt::format("the {} driver is not built into this binary", rung);
 }
 
+DirFacts dir_facts(const std::string& dir) {
+  DirFacts d;
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  d.exists = fs::exists(st);
+  d.is_dir = fs::is_directory(st);
+  if (!d.exists) {
+    d.error = ec ? ec.message() : std::string("No such file or directory");
+    return d;
+  }
+  if (!d.is_dir) {
+    d.error = "not a directory";
+    return d;
+  }
+  // Effective ids, as open(O_CREAT) will use them (root passes unless the filesystem is read-only).
+  d.writable = faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) == 0;
+  if (!d.writable) d.error = std::strerror(errno);
+  struct statvfs v {};
+  if (statvfs(dir.c_str(), &v) == 0) {
+    d.space_known = true;
+    d.free_bytes = std::uint64_t(v.f_bavail) * v.f_frsize;
+  }
+  return d;
+}
+
 NetdevFacts netdev_facts(const std::string& name, const std::vector<std::string>& probes, const GatherOptions& o) {
   NetdevFacts f;
   f.name = name;
@@ -101,6 +133,7 @@ NetdevFacts netdev_facts(const std::string& name, const std::vector<std::string>
   }
   f.numa_node = host::netdev_numa_node(name, o.sysfs_root);
   for (const std::string& rung : probes) f.probes[rung] = run_probe(rung, name);
+  read_peer_offload(f, current_netns_name());
   return f;
 }
 
@@ -137,6 +170,30 @@ HostFacts gather_host(const GatherOptions& o) {
   h.hugepages_free = sysfs_u64(huge / "free_hugepages", ok);
   h.hugepages_reserved = sysfs_u64(huge / "resv_hugepages", ok);
   h.hugepages_known = ok;
+  const auto mem = parse_meminfo(slurp(fs::path(o.proc_root) / "meminfo"));
+  auto kib = [&](std::string_view key, bool& found) -> std::uint64_t {
+    auto it = mem.find(key);
+    if (it == mem.end()) {
+      found = false;
+      return 0;
+    }
+    return it->second * 1024;
+  };
+  bool mem_ok = true;
+  h.mem_total = kib("MemTotal", mem_ok);
+  h.mem_available = kib("MemAvailable", mem_ok);
+  h.swap_total = kib("SwapTotal", mem_ok);
+  h.swap_free = kib("SwapFree", mem_ok);
+  h.commit_limit = kib("CommitLimit", mem_ok);
+  h.committed_as = kib("Committed_AS", mem_ok);
+  h.meminfo_known = mem_ok;
+  if (auto mode = parse_sysfs_int(slurp(fs::path(o.proc_root) / "sys/vm/overcommit_memory")))
+    h.overcommit_mode = static_cast<int>(*mode);
+  for (const std::string& dir : o.tap_dirs) h.tap_dirs[dir] = dir_facts(dir);
+  if (!o.metrics_listen.empty()) {
+    h.metrics_checked = true;
+    h.metrics = probe_listen(o.metrics_listen, o.proc_root);
+  }
   h.mounts = parse_mounts(slurp(fs::path(o.proc_root) / "self/mounts"));
   h.cpu_node = read_cpu_nodes(o.sysfs_root);
 

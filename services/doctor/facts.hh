@@ -36,6 +36,33 @@ struct NetdevFacts {
   bool xdp_prog_rawpipe = false;
   std::string xdp_prog_holders;  // "pid 12 (rawpipe run a.toml)", "" when no process holds it
   std::string xdp_query_error;
+  // The interface whose transmit path feeds this one: a veth's peer (possibly in another network
+  // namespace), or the interface itself for lo. Its tx checksum offload (`ethtool -k`
+  // tx-checksumming) decides whether frames arrive with checksums left partial.
+  bool peer_known = false;
+  std::string peer_name;         // "veth1", with " (namespace NAME)" when it lives elsewhere
+  std::string peer_exec;         // "ip netns exec NAME " to run a command beside the peer, or ""
+  std::string peer_ifname;       // the bare interface name
+  bool peer_tx_csum = false;     // tx-checksumming on
+  std::string peer_error;        // why the peer or its offloads could not be read ("" when known or not a veth)
+};
+
+// A directory a capture tap writes into.
+struct DirFacts {
+  bool exists = false;
+  bool is_dir = false;
+  bool writable = false;         // for this process's effective ids (faccessat AT_EACCESS)
+  std::string error;             // why not writable / not found
+  bool space_known = false;
+  std::uint64_t free_bytes = 0;  // available to this user (statvfs f_bavail)
+};
+
+// The metrics address tried the way the metrics server binds it.
+struct ListenFacts {
+  std::string listen;
+  std::string bind_error;        // "" when bind and listen succeeded
+  bool in_use = false;           // EADDRINUSE
+  std::string owner;             // "pid 123 (python3 -m http.server)", "" when not found
 };
 
 struct HostFacts {
@@ -45,6 +72,14 @@ struct HostFacts {
   std::uint64_t memlock_soft = 0, memlock_hard = 0;  // bytes; kUnlimited for RLIM_INFINITY
   bool hugepages_known = false;
   std::uint64_t hugepages_total = 0, hugepages_free = 0, hugepages_reserved = 0;  // 2 MiB pages
+  // /proc/meminfo (bytes) and the overcommit policy: what an anonymous pool mapping can get.
+  bool meminfo_known = false;
+  std::uint64_t mem_total = 0, mem_available = 0, swap_total = 0, swap_free = 0;
+  std::uint64_t commit_limit = 0, committed_as = 0;
+  int overcommit_mode = 0;            // /proc/sys/vm/overcommit_memory
+  std::map<std::string, DirFacts> tap_dirs;  // by directory
+  bool metrics_checked = false;
+  ListenFacts metrics;
   std::vector<MountEntry> mounts;
   std::map<int, int> cpu_node;        // online CPU -> NUMA node (empty: no NUMA information)
   std::vector<std::string> interfaces;  // every interface in this namespace
@@ -67,6 +102,8 @@ struct GatherOptions {
   // Interfaces to look at in detail, with the rung probes to run on each ("mlx5", "mana").
   std::map<std::string, std::vector<std::string>> interfaces;
   bool all_interfaces = false;        // look at every interface (doctor without a config)
+  std::vector<std::string> tap_dirs;  // directories capture taps write into
+  std::string metrics_listen;         // [metrics] listen to try, "" for none
 };
 
 HostFacts gather_host(const GatherOptions& options);

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
+
+#include <fmt/format.h>
 
 namespace rawpipe::doctor {
 namespace {
@@ -109,6 +112,49 @@ std::map<std::string, std::uint64_t, std::less<>> parse_meminfo(std::string_view
     if (to_int(value, v) && v >= 0) out[std::string(trim(line.substr(0, colon)))] = static_cast<std::uint64_t>(v);
   }
   return out;
+}
+
+std::vector<TcpSocketEntry> parse_proc_net_tcp(std::string_view text) {
+  std::vector<TcpSocketEntry> out;
+  for (std::string_view line : split(text, '\n')) {
+    // "  0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  0  0 12345 ..."
+    std::vector<std::string_view> f;
+    for (std::string_view w : split(trim(line), ' '))
+      if (!w.empty()) f.push_back(w);
+    if (f.size() < 10 || !f[0].ends_with(':')) continue;  // the header line
+    const std::size_t colon = f[1].find(':');
+    if (colon == std::string_view::npos) continue;
+    TcpSocketEntry e;
+    e.local_hex = std::string(f[1].substr(0, colon));
+    unsigned long port = 0, state = 0;
+    unsigned long long inode = 0;
+    const std::string port_text(f[1].substr(colon + 1)), state_text(f[3]), inode_text(f[9]);
+    char* end = nullptr;
+    port = std::strtoul(port_text.c_str(), &end, 16);
+    if (*end || port > 65535) continue;
+    state = std::strtoul(state_text.c_str(), &end, 16);
+    if (*end || state > 255) continue;
+    inode = std::strtoull(inode_text.c_str(), &end, 10);
+    if (*end) continue;
+    e.port = static_cast<std::uint16_t>(port);
+    e.state = static_cast<std::uint8_t>(state);
+    e.inode = inode;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+bool tcp_listener_blocks(const TcpSocketEntry& e, std::uint32_t addr_be, std::uint16_t port) {
+  if (e.port != port) return false;
+  // The kernel prints each 32-bit word of the address as a host-order integer.
+  const std::string want = fmt::format("{:08X}", addr_be);
+  auto v4_blocks = [&](std::string_view hex) { return addr_be == 0 || hex == "00000000" || hex == want; };
+  if (e.local_hex.size() == 8) return v4_blocks(e.local_hex);
+  // An IPv6 listener on :: (not v6only) also holds the IPv4 port; ::ffff:a.b.c.d is an IPv4 one.
+  if (e.local_hex == std::string(32, '0')) return true;
+  constexpr std::string_view kMapped = "0000000000000000FFFF0000";
+  return e.local_hex.size() == 32 && std::string_view(e.local_hex).starts_with(kMapped) &&
+         v4_blocks(std::string_view(e.local_hex).substr(kMapped.size()));
 }
 
 Result<std::int64_t> parse_sysfs_int(std::string_view text) {

@@ -29,6 +29,19 @@ std::string format_cpu_list(const std::vector<int>& cpus);
 // /proc/meminfo lines "Key:   value kB" -> value (kB for sizes, a count for HugePages_*).
 std::map<std::string, std::uint64_t, std::less<>> parse_meminfo(std::string_view text);
 
+// One socket of /proc/net/tcp or /proc/net/tcp6: the local address as the kernel prints it
+// (hex, in network byte order word by word), the port, the TCP state and the socket's inode.
+struct TcpSocketEntry {
+  std::string local_hex;   // "0100007F" (127.0.0.1) or 32 hex digits for IPv6
+  std::uint16_t port = 0;
+  std::uint8_t state = 0;  // 0x0A = LISTEN
+  std::uint64_t inode = 0;
+};
+std::vector<TcpSocketEntry> parse_proc_net_tcp(std::string_view text);
+// True when a listener bound to `entry` keeps a bind to IPv4 address `addr_be` (network order)
+// on the same port from succeeding: the same address, or either side the wildcard.
+bool tcp_listener_blocks(const TcpSocketEntry& entry, std::uint32_t addr_be, std::uint16_t port);
+
 // A decimal number on its own (sysfs single-value files); fails on anything else.
 Result<std::int64_t> parse_sysfs_int(std::string_view text);
 

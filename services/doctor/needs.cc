@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -55,12 +56,19 @@ Result<Needs> needs_from_text(std::string_view text, const std::string& file, co
       if (t.has("queue_offset")) need.queue_offset = static_cast<std::uint32_t>(t.integer("queue_offset", 0, 1 << 20, 0));
       if (t.has("attach")) need.attach = t.string("attach", "auto");
       if (t.has("zero_copy")) need.zero_copy = t.string("zero_copy", "auto");
+      if (t.has("rx_checksum")) need.rx_checksum = t.string("rx_checksum", "verify");
     }
     for (const LcorePlan& l : plan.lcores)
       if (std::any_of(l.rx.begin(), l.rx.end(), [&](const LcorePlan::RxQueue& q) { return q.port == p.id; }))
         need.lcores.push_back({l.id, l.cpu});
     n.ports.push_back(std::move(need));
   }
+  for (const TapConfig& t : plan.taps) {
+    std::filesystem::path path(t.path);
+    std::filesystem::path dir = path.parent_path();
+    n.taps.push_back({t.name, t.path, dir.empty() ? std::string(".") : dir.string(), t.rotate_bytes, t.max_files});
+  }
+  n.metrics_listen = plan.metrics.listen;
   return n;
 }
 

@@ -39,15 +39,26 @@ struct PortNeed {
   std::uint32_t queue_offset = 0;   // af_xdp
   std::string attach = "auto";      // af_xdp: auto, native, generic
   std::string zero_copy = "auto";   // af_xdp: auto, require, never
+  std::string rx_checksum = "verify";  // af_xdp: verify, off
   const PoolNeed* pool = nullptr;   // points into Needs::pools
   std::vector<LcoreNeed> lcores;    // lcores polling any of its rx queues
   std::string where;
+};
+
+struct TapNeed {
+  std::string name;
+  std::string path;
+  std::string dir;             // the directory the file is created in
+  std::uint64_t rotate_bytes = 0;
+  std::uint32_t max_files = 0;
 };
 
 struct Needs {
   std::string config;
   std::vector<PoolNeed> pools;
   std::vector<PortNeed> ports;
+  std::vector<TapNeed> taps;
+  std::string metrics_listen;  // [metrics] listen, "" when none
   Needs() = default;
   Needs(const Needs&) = delete;  // ports point into pools
   Needs(Needs&&) = default;

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 
 namespace {
@@ -28,8 +30,29 @@ std::string skip_reason(const testing::TestResult& result) {
 
 }  // namespace
 
+// Pipeline::create takes host-wide instance locks on pinned CPUs and device queues
+// (rawpipe/instance_lock.hh). Test programs run in parallel with each other and with whatever
+// else runs on the machine, so each gets its own lock directory unless the environment names one;
+// a test about a second instance sets RAWPIPE_LOCK_DIR itself for the processes it compares.
+struct PrivateLockDir {
+  std::string dir;
+  PrivateLockDir() {
+    if (const char* d = std::getenv("RAWPIPE_LOCK_DIR"); d && *d) return;
+    char path[] = "/tmp/rawpipe-test-locks-XXXXXX";
+    if (!mkdtemp(path)) return;
+    dir = path;
+    setenv("RAWPIPE_LOCK_DIR", path, 1);
+  }
+  ~PrivateLockDir() {
+    if (dir.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
+  const PrivateLockDir locks;
   const int status = RUN_ALL_TESTS();
   const testing::UnitTest& unit = *testing::UnitTest::GetInstance();
   const int skipped = unit.skipped_test_count();

@@ -2,7 +2,10 @@
 // model instead of a NIC. Frames come from a synthetic generator or a pcap file; RSS (the model's
 // Toeplitz hash and a 64-entry indirection table over the queues) decides which queue gets each.
 // The simulated wire is paced by the consumer: a queue's frames arrive as its posted buffers allow,
-// so nothing is dropped for lack of a WQE and runs are reproducible.
+// so nothing is dropped for lack of a WQE and runs are reproducible. With wire_burst = K it is
+// not: each poll the wire brings K frames whatever is posted, and the device drops those that
+// find no WQE, as the NIC does (the model's rx_no_wqe, the hardware's hc_rx_discards_no_wqe),
+// which the port reports as the loss "nic_out_of_buffer".
 //
 // Fault injection: with inject_rx_error_every = N, every N-th frame a queue's wire carries
 // arrives as a CQE_RX_TRUNCATED completion instead (the NIC retires the WQE, no packet), and
@@ -30,6 +33,7 @@ struct ModelSpec : ManaCommonSpec {
   unsigned coalesce = 4;
   std::uint64_t error_every = 0;  // 0: no injected errors
   std::uint64_t error_run = 1;
+  std::uint32_t wire_burst = 0;  // 0: paced by the posted WQEs
 };
 
 struct ModelRxQueue {
@@ -41,6 +45,7 @@ struct ModelRxQueue {
   std::size_t next = 0;
   std::uint64_t error_every = 0;
   std::uint64_t error_run = 1;
+  std::uint32_t wire_burst = 0;
   std::uint64_t since_error = 0;    // wire frames since the last injected run started
   std::uint64_t run_left = 0;       // frames of the current run still to turn into errors
   std::atomic<std::uint64_t> errors_injected{0};  // single writer (the lcore), relaxed readers
@@ -50,7 +55,7 @@ std::uint16_t model_rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept
   auto& m = *static_cast<ModelRxQueue*>(queue);
   // The wire side of the model: this queue's next frames land in its posted WQEs.
   std::span<const std::uint8_t> frames[kMaxBurst];
-  std::uint32_t room = std::min<std::uint32_t>({n, m.model->rq_available(m.q.rq.id), kMaxBurst});
+  std::uint32_t room = m.wire_burst ? m.wire_burst : std::min<std::uint32_t>({n, m.model->rq_available(m.q.rq.id), kMaxBurst});
   unsigned k = 0, used = 0;
   const std::uint64_t distinct = m.source->distinct();
   while (used < room && !m.mine.empty()) {
@@ -117,6 +122,8 @@ class ManaModelPort final : public ManaPortBase {
     }
     s.extended["model_violations"] = violations + model_->unknown_doorbells();
     s.extended["model_rx_no_wqe"] = no_wqe;
+    // The model plays the NIC's counter of frames that found no posted WQE.
+    s.losses["nic_out_of_buffer"] = no_wqe;
     s.extended["model_tx_frames"] = tx_frames;
     s.extended["model_tx_cqes_suppressed"] = suppressed;
     std::uint64_t injected = 0;
@@ -192,6 +199,7 @@ Status ManaModelPort::open() {
     q->source = source_.get();
     q->error_every = spec_.error_every;
     q->error_run = spec_.error_run;
+    q->wire_burst = spec_.wire_burst;
     rxq_.push_back(&q->q);
     rx_owned_.push_back(std::move(q));
   }
@@ -233,6 +241,7 @@ Result<std::unique_ptr<PortSpec>> parse_mana_model(ConfigSection& section) {
   spec.coalesce = static_cast<unsigned>(section.integer("coalesce", 1, 4, 4));
   spec.error_every = static_cast<std::uint64_t>(section.integer("inject_rx_error_every", 0, std::int64_t(1) << 40, 0));
   spec.error_run = static_cast<std::uint64_t>(section.integer("inject_rx_error_run", 1, 1 << 20, 1));
+  spec.wire_burst = static_cast<std::uint32_t>(section.integer("wire_burst", 0, kMaxBurst, 0));
   if (section.has("inject_rx_error_run") && spec.error_every == 0)
     section.fail("inject_rx_error_run", "only used with inject_rx_error_every");
   else if (spec.error_every && spec.error_run > spec.error_every)

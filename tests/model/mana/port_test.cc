@@ -11,6 +11,11 @@
 #include "pmd/drivers.hh"
 #include "pmd/mana/probe.hh"
 #include "tests/model/mana/harness.hh"
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <fmt/format.h>
+#include "tests/support/process.hh"
+#include "rawpipe/port_info.hh"
 #include "pipeline/port/driver.hh"
 #include "pipeline/buf/pool.hh"
 
@@ -96,6 +101,70 @@ TEST(ManaModelPort, SynthFramesSpreadOverQueuesWithExactCounts) {
   EXPECT_EQ(s.extended["rx_cq_overflow"], 0u);
   port->stop();
   EXPECT_EQ(pool->available(), pool->count());
+}
+
+// A wire faster than the driver reposts: frames that find no posted WQE are dropped by the device
+// and reported as the loss nic_out_of_buffer (hc_rx_discards_no_wqe on hardware), exactly.
+TEST(ManaModelPort, FramesWithoutAPostedWqeAreCountedAsNicLosses) {
+  auto pool = test::make_pool(4096);
+  auto port = open_model("[port]\nsource = \"synth\"\nframes = 20000\nflows = 64\nwire_burst = 256\n", pool.get(), 1);
+  ASSERT_TRUE(port);
+  ASSERT_TRUE(port->start());
+  std::uint64_t tx = 0;
+  const std::uint64_t got = drain(*port, 1, 20000, tx)[0];
+  PortStats s = port->stats();
+  ASSERT_TRUE(s.losses.count("nic_out_of_buffer")) << "the loss point is missing";
+  ASSERT_TRUE(s.losses["nic_out_of_buffer"].has_value()) << "the model's counter is always known";
+  const std::uint64_t lost = *s.losses["nic_out_of_buffer"];
+  EXPECT_GT(lost, 0u) << "a 256-frame wire burst on a 256-entry ring polled 32 at a time must overrun";
+  EXPECT_EQ(lost, s.extended["model_rx_no_wqe"]);
+  EXPECT_EQ(got + lost, 20000u) << "every frame the wire carried was received or counted as lost";
+  const LossTotals t = loss_totals(lost_before_pipeline(s));
+  EXPECT_FALSE(t.lossless());
+  EXPECT_EQ(t.frames, lost);
+  port->stop();
+  EXPECT_EQ(pool->available(), pool->count());
+}
+
+// The paced wire (the default) loses nothing and says so with a known zero.
+TEST(ManaModelPort, PacedWireReportsAKnownZeroLoss) {
+  auto pool = test::make_pool(4096);
+  auto port = open_model("[port]\nsource = \"synth\"\nframes = 5000\n", pool.get(), 1);
+  ASSERT_TRUE(port);
+  ASSERT_TRUE(port->start());
+  std::uint64_t tx = 0;
+  EXPECT_EQ(drain(*port, 1, 5000, tx)[0], 5000u);
+  PortStats s = port->stats();
+  ASSERT_TRUE(s.losses.count("nic_out_of_buffer"));
+  EXPECT_EQ(s.losses["nic_out_of_buffer"], std::optional<std::uint64_t>(0));
+  EXPECT_TRUE(loss_totals(lost_before_pipeline(s)).lossless());
+  port->stop();
+}
+
+// The run's verdict: rawpipe run on the overrunning model says LOSSY with the exact count.
+TEST(ManaModelPort, OverrunTurnsTheRunVerdictLossy) {
+  const std::filesystem::path bin = rawpipe::test::rawpipe_binary();
+  if (!std::filesystem::exists(bin)) GTEST_SKIP() << bin << " is not built";
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("rawpipe-mana-loss-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path cfg = dir / "overrun.toml", json = dir / "run.json";
+  std::ofstream(cfg) << "[run]\nduration = 2\n[[pools]]\nname = \"rx\"\ncount = 4096\n"
+                        "[[ports]]\nname = \"m\"\npmd = \"mana-model\"\nframes = 20000\nwire_burst = 256\n"
+                        "[[endpoints]]\nname = \"all\"\naction = \"sink\"\nmatch = [\"udp\"]\n"
+                        "[[lcores]]\nrx = [\"m:0\"]\n";
+  rawpipe::test::ProcessOutput o = rawpipe::test::run_process({bin.string(), "run", cfg.string(), "--json", json.string()}, dir);
+  EXPECT_EQ(o.status, 0) << o.out << o.err;  // on_loss defaults to reporting, not failing
+  auto j = nlohmann::json::parse(rawpipe::test::slurp(json), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << o.out << o.err;
+  EXPECT_FALSE(j["lossless"].get<bool>()) << j.dump(2);
+  const auto& losses = j["ports"]["m"]["losses"];
+  ASSERT_TRUE(losses.contains("nic_out_of_buffer") && losses["nic_out_of_buffer"].is_number()) << losses.dump();
+  const std::uint64_t lost = losses["nic_out_of_buffer"].get<std::uint64_t>();
+  EXPECT_GT(lost, 0u);
+  EXPECT_EQ(j["lost_before_pipeline"].get<std::uint64_t>(), lost) << j.dump(2);
+  EXPECT_EQ(j["rx_packets"].get<std::uint64_t>() + lost, 20000u) << j.dump(2);
+  EXPECT_NE(o.out.find(fmt::format("LOSSY: {} frames lost before the pipeline", lost)), std::string::npos) << o.out;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ManaModelPort, PcapSource) {

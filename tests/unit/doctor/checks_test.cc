@@ -40,6 +40,10 @@ HostFacts good_host() {
   h.memlock_soft = h.memlock_hard = 8u << 20;
   h.hugepages_known = true;
   h.hugepages_total = h.hugepages_free = 64;
+  h.meminfo_known = true;
+  h.mem_total = 16ull << 30;
+  h.mem_available = 12ull << 30;
+  h.commit_limit = 8ull << 30;
   h.mounts = parse_mounts("bpf /sys/fs/bpf bpf rw 0 0\n");
   h.interfaces = {"lo", "veth0"};
   NetdevFacts n;
@@ -345,6 +349,176 @@ TEST(DoctorChecks, XdpLimits) {
   EXPECT_EQ(native_xdp_max_mtu("e1000"), 0u);
   EXPECT_TRUE(driver_has_xsk_zero_copy("ice"));
   EXPECT_FALSE(driver_has_xsk_zero_copy("veth"));
+}
+
+}  // namespace
+}  // namespace rawpipe::doctor
+
+namespace rawpipe::doctor {
+namespace {
+
+Needs needs_with(const std::string& ports, const std::string& extra) {
+  std::string text = "[[pools]]\nname = \"rx\"\ncount = 4096\nbuf_size = 2048\n\n" + ports + "\n" +
+                     "[[endpoints]]\nname = \"e\"\naction = \"sink\"\nmatch = [\"udp dst *:5000\"]\n" +
+                     "[[lcores]]\nrx = [\"p0:0\"]\n" + extra;
+  auto n = needs_from_text(text, "test.toml", options());
+  EXPECT_TRUE(n) << n.message();
+  return n ? std::move(n).value() : Needs();
+}
+
+const std::string kSynth = "[[ports]]\nname = \"p0\"\npmd = \"synth\"\n";
+
+TEST(DoctorChecks, PoolBeyondRamAndSwapFailsBeyondAvailableFailsNearItWarns) {
+  HostFacts h = good_host();
+  h.hugepages_free = 0;
+  h.mem_total = 4ull << 30;
+  h.mem_available = 3ull << 30;
+  // 2M buffers of 2048 + 64 bytes: 4.1 GiB, more than RAM + swap.
+  Needs big = needs(kSynth, "huge_pages = \"never\"\n");
+  big.pools[0].bytes = 5ull << 30;
+  Report r = run_checks(&big, h);
+  const Finding* f = only(r, "memory");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kFail);
+  EXPECT_EQ(f->detail, "pool 'rx' maps 5.0 GiB, more than this machine's 4.0 GiB RAM and 0.0 MiB swap: the kernel "
+                       "refuses the mapping (heuristic overcommit)");
+  EXPECT_EQ(f->fix, "lower count or buf_size of pool 'rx' (test.toml:1)");
+  // Always-overcommit maps it, but filling it needs more than is available.
+  h.overcommit_mode = 1;
+  r = run_checks(&big, h);
+  f = only(r, "memory");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kFail);
+  EXPECT_NE(f->detail.find("the OOM killer"), std::string::npos) << f->detail;
+  // Strict overcommit: the commit limit decides.
+  h.overcommit_mode = 2;
+  h.commit_limit = 6ull << 30;
+  h.committed_as = 2ull << 30;
+  r = run_checks(&big, h);
+  f = only(r, "memory");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kFail);
+  EXPECT_NE(f->detail.find("strict overcommit"), std::string::npos) << f->detail;
+  h.overcommit_mode = 0;
+  big.pools[0].bytes = 5ull << 29;  // 2.5 GiB of 3 available
+  r = run_checks(&big, h);
+  f = only(r, "memory");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kWarn) << f->detail;
+  big.pools[0].bytes = 1ull << 30;
+  r = run_checks(&big, h);
+  f = only(r, "memory");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kOk) << f->detail;
+  // On reserved hugepages the pool takes no anonymous memory.
+  Needs huge = needs(kSynth);
+  huge.pools[0].bytes = 5ull << 30;
+  h.hugepages_free = h.hugepages_total = 1024;  // 2 GiB: too few, the pool is mapped anonymously
+  r = run_checks(&huge, h);
+  f = only(r, "memory");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kFail) << f->detail;
+  h.hugepages_free = h.hugepages_total = 2560;
+  r = run_checks(&huge, h);
+  f = only(r, "memory");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kOk) << f->detail;
+  EXPECT_EQ(f->detail, "3.0 GiB available of 4.0 GiB RAM, 0.0 MiB swap free; every pool fits on reserved hugepages");
+}
+
+TEST(DoctorChecks, PeerTxChecksumWarnsOnlyWhereFramesStayUnfinished) {
+  HostFacts h = good_host();
+  NetdevFacts& n = h.netdevs["veth0"];
+  n.peer_known = true;
+  n.peer_ifname = "veth1";
+  n.peer_name = "veth1 (namespace peer)";
+  n.peer_exec = "ip netns exec peer ";
+  n.peer_tx_csum = true;
+  Needs off = needs(kAfXdp + "rx_checksum = \"off\"\n");
+  Report r = run_checks(&off, h);
+  const Finding* f = only(r, "checksums veth0");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kWarn);
+  EXPECT_EQ(f->fix, "set rx_checksum = \"verify\" in port 'p0' (test.toml:6), or turn the offload off: ip netns exec "
+                    "peer ethtool -K veth1 tx off");
+  EXPECT_TRUE(r.can_run());
+  Needs verify = needs(kAfXdp);
+  r = run_checks(&verify, h);
+  f = only(r, "checksums veth0");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kOk);
+  EXPECT_EQ(f->detail, "its peer veth1 (namespace peer) has tx-checksumming on: UDP/TCP frames its kernel sends "
+                       "arrive with partial checksums; af_xdp completes them in software (rx_checksum = \"verify\")");
+  Needs packet = needs("[[ports]]\nname = \"p0\"\npmd = \"af_packet\"\ninterface = \"veth0\"\n");
+  r = run_checks(&packet, h);
+  f = only(r, "checksums veth0");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kOk);
+  EXPECT_NE(f->detail.find("TP_STATUS_CSUMNOTREADY"), std::string::npos);
+  n.peer_tx_csum = false;
+  r = run_checks(&off, h);
+  f = only(r, "checksums veth0");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kOk);
+  // A NIC (no peer to read) says nothing.
+  n.peer_known = false;
+  r = run_checks(&off, h);
+  EXPECT_TRUE(r.find("checksums").empty()) << format_report(r);
+}
+
+TEST(DoctorChecks, TapDirectoryMissingReadOnlyOrFullFails) {
+  const std::string tap = "[[taps]]\nname = \"t\"\npath = \"/cap/rx.pcap\"\n";
+  Needs n = needs_with(kSynth, tap);
+  ASSERT_EQ(n.taps.size(), 1u);
+  EXPECT_EQ(n.taps[0].dir, "/cap");
+  HostFacts h = good_host();
+  h.tap_dirs["/cap"] = DirFacts{};
+  Report r = run_checks(&n, h);
+  const Finding* f = only(r, "tap t");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kFail);
+  EXPECT_EQ(f->fix, "mkdir -p /cap, or change the tap's path");
+  h.tap_dirs["/cap"] = DirFacts{true, true, false, "Permission denied", true, 1ull << 30};
+  r = run_checks(&n, h);
+  f = only(r, "tap t");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kFail);
+  EXPECT_NE(f->detail.find("is not writable"), std::string::npos) << f->detail;
+  h.tap_dirs["/cap"] = DirFacts{true, true, true, "", true, 4096};
+  r = run_checks(&n, h);
+  f = only(r, "tap t");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kFail);
+  EXPECT_EQ(f->detail, "the filesystem of /cap has 0.0 MiB free: tap 't' fails on its first write");
+  h.tap_dirs["/cap"] = DirFacts{true, true, true, "", true, 100ull << 20};
+  Needs rotating = needs_with(kSynth, tap + "rotate_bytes = 67108864\nmax_files = 4\n");
+  r = run_checks(&rotating, h);
+  f = only(r, "tap t");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kWarn) << f->detail;
+  h.tap_dirs["/cap"].free_bytes = 1ull << 30;
+  r = run_checks(&rotating, h);
+  f = only(r, "tap t");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kOk) << f->detail;
+}
+
+TEST(DoctorChecks, MetricsAddressInUseNamesTheListener) {
+  Needs n = needs_with(kSynth, "[metrics]\nlisten = \"127.0.0.1:9464\"\n");
+  EXPECT_EQ(n.metrics_listen, "127.0.0.1:9464");
+  HostFacts h = good_host();
+  h.metrics_checked = true;
+  h.metrics = {"127.0.0.1:9464", "Address already in use", true, "pid 42 (node_exporter)"};
+  Report r = run_checks(&n, h);
+  const Finding* f = only(r, "metrics");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kFail);
+  EXPECT_EQ(f->detail, "[metrics] listen = \"127.0.0.1:9464\": the address is in use, listening: pid 42 (node_exporter)");
+  h.metrics = {"127.0.0.1:9464", "", false, ""};
+  r = run_checks(&n, h);
+  f = only(r, "metrics");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kOk);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // Parsers of the /proc, /sys and netlink data `rawpipe doctor` and the ports read, on fixture text.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <linux/if_link.h>
 #include <linux/netlink.h>
@@ -165,6 +166,39 @@ TEST(LinkStats, LoopbackCountersStartAtZero) {
   d->add_to(e);
   EXPECT_EQ(e.count("if_rx_dropped"), 1u);
   EXPECT_EQ(e.count("if_rx_missed_errors"), 1u);
+}
+
+}  // namespace
+}  // namespace rawpipe::doctor
+
+namespace rawpipe::doctor {
+namespace {
+
+TEST(HostText, ProcNetTcpListenersBlockTheirPort) {
+  const char* tcp =
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+      "   0: 0100007F:24F8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0 100 0 0 10 0\n"
+      "   1: 00000000:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 17 1 0 100 0 0 10 0\n"
+      "   2: 0100007F:24F8 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 0 1 0 20 4 30 10 -1\n";
+  auto e = parse_proc_net_tcp(tcp);
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_EQ(e[0].local_hex, "0100007F");
+  EXPECT_EQ(e[0].port, 9464);
+  EXPECT_EQ(e[0].state, 0x0A);
+  EXPECT_EQ(e[0].inode, 4242u);
+  const std::uint32_t loopback = htonl(0x7F000001), other = htonl(0x7F000002);
+  EXPECT_TRUE(tcp_listener_blocks(e[0], loopback, 9464));
+  EXPECT_TRUE(tcp_listener_blocks(e[0], 0, 9464));  // 0.0.0.0 needs every address free
+  EXPECT_FALSE(tcp_listener_blocks(e[0], other, 9464));
+  EXPECT_FALSE(tcp_listener_blocks(e[0], loopback, 9465));
+  EXPECT_TRUE(tcp_listener_blocks(e[1], other, 22));  // a wildcard listener holds every address
+  TcpSocketEntry any6{std::string(32, '0'), 9464, 0x0A, 1};
+  EXPECT_TRUE(tcp_listener_blocks(any6, loopback, 9464));
+  TcpSocketEntry mapped{"0000000000000000FFFF00000100007F", 9464, 0x0A, 1};
+  EXPECT_TRUE(tcp_listener_blocks(mapped, loopback, 9464));
+  EXPECT_FALSE(tcp_listener_blocks(mapped, other, 9464));
+  TcpSocketEntry v6_loopback{"00000000000000000000000001000000", 9464, 0x0A, 1};
+  EXPECT_FALSE(tcp_listener_blocks(v6_loopback, 0, 9464));
 }
 
 }  // namespace
