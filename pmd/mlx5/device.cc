@@ -158,6 +158,9 @@ class Mlx5Port final : public Port {
     c.flow_rules = true;
     c.kernel_pass = !backend_->is_model();
     c.tx = true;
+    // A tx_flag::kDummy buffer becomes a NOP WQE (tx.cc): MLX5_OPCODE_NOP with the send's DS
+    // count, as libvma posts for VMA_TX_PACKET_DUMMY; the NIC completes it and sends nothing.
+    c.dummy_send = true;
     c.max_rx_queues = 64;
     c.max_tx_queues = 64;
     return c;
