@@ -200,6 +200,12 @@ int main(int argc, char **argv) {
   CHECK(api->send_burst(h, 0, back, kReflect, 0) == kReflect);
   CHECK(wait_sent(api, h, kBurst + kReflect) == kBurst + kReflect);
 
+  /* recv_wait over every ring endpoint at once (RAWPIPE_ANY_ENDPOINT). */
+  int any = api->recv_wait(h, RAWPIPE_ANY_ENDPOINT, pkts, 4, 2000);
+  CHECK(any >= 1 && any <= 4);
+  for (int i = 0; i < any; ++i) CHECK(pkts[i].endpoint == 0);
+  if (any > 0) CHECK(api->free_packets(h, pkts, (unsigned)any) == 0);
+
   /* 3. sendto: to the peer (resolved from its ARP reply), to a group, to an unknown host. */
   struct rawpipe_addr dst = {.family = 4, .port = 7001, .addr = {10, 0, 0, 2}};
   const char msg[] = "hello from rawpipe";
