@@ -90,6 +90,7 @@ struct ModelOptions {
   std::uint32_t rx_error_every = 0;    // fault injection: every n-th frame completes with an error CQE (0: off)
   double rate_pps = 0;                 // the wire's pace; 0: as fast as the receive queue takes frames
   std::array<std::uint8_t, 6> mac{0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
+  std::string wire_pcap;               // frames sent, written here when the port stops (rdma/wire_pcap.hh)
 };
 Result<std::unique_ptr<Backend>> open_model_backend(const ModelOptions& o);
 

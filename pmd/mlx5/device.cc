@@ -400,6 +400,7 @@ Result<std::unique_ptr<PortSpec>> parse_mlx5_model(ConfigSection& s) {
   m.min_inline = static_cast<std::uint16_t>(std::stoi(s.choice("model_min_inline", {"0", "18", "58", "78"}, "18")));
   m.rx_error_every = static_cast<std::uint32_t>(s.integer("inject_rx_error_every", 0, (1LL << 32) - 1, 0));
   m.rate_pps = s.number("inject_rate_pps", 0, 1e9, 0);
+  m.wire_pcap = s.string("wire_pcap", "");
   if (!m.pcap.empty() && s.has("inject_count"))
     s.fail("inject_count", "inject_count and inject_pcap exclude each other (a pcap injects its own frames)");
   RAWPIPE_TRY(s.status());
