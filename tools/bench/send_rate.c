@@ -4,10 +4,12 @@
  * tx queue moves them to tx_burst. Prints one JSON line; tools/bench/send-vs-testpmd runs it
  * beside dpdk-testpmd --forward-mode=txonly on the same driver.
  * Usage: send_rate CONFIG PORT SECONDS FRAME_BYTES BURST */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rawpipe/extra.h>
 
@@ -15,6 +17,38 @@ static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* utime + stime (seconds) of this process's thread called `name`, or -1. */
+static double thread_cpu(const char *name) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return -1;
+  double out = -1;
+  struct dirent *e;
+  while ((e = readdir(d)) && out < 0) {
+    if (e->d_name[0] == '.') continue;
+    char path[300], comm[64] = {0}, stat[1024] = {0};
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    if (!fgets(comm, sizeof comm, f)) comm[0] = 0;
+    fclose(f);
+    comm[strcspn(comm, "\n")] = 0;
+    if (strcmp(comm, name) != 0) continue;
+    snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+    f = fopen(path, "r");
+    if (!f) continue;
+    if (fgets(stat, sizeof stat, f)) {
+      const char *p = strrchr(stat, ')');
+      unsigned long long ut = 0, st = 0;
+      /* fields after ')': state(3) ... utime(14) stime(15) */
+      if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
+        out = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+    }
+    fclose(f);
+  }
+  closedir(d);
+  return out;
 }
 
 static struct rawpipe_stats stats(const rawpipe_api_t *api, rawpipe_pipeline *h) {
@@ -57,6 +91,7 @@ int main(int argc, char **argv) {
     (void)api->send_burst(h, (uint16_t)port, bufs, burst, 0);
   }
   const struct rawpipe_stats s0 = stats(api, h);
+  const double lcore_cpu0 = thread_cpu("rawpipe-lc0");
   const double t0 = now();
   double t = t0;
   for (unsigned long long iter = 0; t - t0 < seconds; ++iter) {
@@ -82,13 +117,15 @@ int main(int argc, char **argv) {
   }
   t = now();
   const struct rawpipe_stats s1 = stats(api, h);
+  const double lcore_cpu = thread_cpu("rawpipe-lc0") - lcore_cpu0;
   api->stop(h);
   const struct rawpipe_stats s2 = stats(api, h);
   const double secs = t - t0;
   printf("{\"seconds\": %.3f, \"sent\": %llu, \"mpps\": %.3f, \"handed_mpps\": %.3f, \"send_failed\": %llu, "
-         "\"short_sends\": %llu, \"alloc_retries\": %llu, \"frame_bytes\": %u, \"burst\": %u}\n",
+         "\"short_sends\": %llu, \"alloc_retries\": %llu, \"frame_bytes\": %u, \"burst\": %u, "
+         "\"lcore_cpu_s\": %.2f}\n",
          secs, (unsigned long long)(s1.sent - s0.sent), (double)(s1.sent - s0.sent) / secs / 1e6,
-         (double)handed / secs / 1e6, (unsigned long long)(s2.send_failed), short_sends, no_buffers, frame, burst);
+         (double)handed / secs / 1e6, (unsigned long long)(s2.send_failed), short_sends, no_buffers, frame, burst, lcore_cpu);
   api->destroy(h);
   return 0;
 }
