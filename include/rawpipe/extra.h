@@ -201,7 +201,7 @@ struct rawpipe_stats {
   uint64_t sent_bytes;
   uint64_t send_failed;        /* hand-off ring full, tx queue did not take them, or stopped first */
   uint64_t dummy_sends;        /* RAWPIPE_SEND_DUMMY frames */
-  uint64_t dummies_posted;     /* of those, posted to the device as no-ops (mlx5 NOP WQE) */
+  uint64_t dummies_posted;     /* of those, handed to a port that posts them as no-ops (mlx5 NOP WQE) */
   uint64_t neigh_solicits;     /* ARP requests / neighbour solicitations sendto sent */
   uint64_t unresolved;         /* sendto calls refused with EAGAIN */
   uint64_t neigh_learned;      /* mappings the ports' neighbour caches learnt */

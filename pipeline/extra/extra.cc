@@ -980,7 +980,9 @@ int api_send_burst(rawpipe_pipeline* h, std::uint16_t port, const rawpipe_tx_buf
       return static_cast<int>(n);
     }
   }
-  return static_cast<int>(sp->submit(pkts, n));
+  const unsigned k = sp->submit(pkts, n);
+  if (dummy) sp->dummies_posted.add(k);
+  return static_cast<int>(k);
 }
 
 bool read_addr(const rawpipe_addr& a, send::Address* out) {

@@ -48,7 +48,7 @@ struct SendStats {
   std::uint64_t tx_failed = 0;      // the tx queue did not take them, or the pipeline stopped first
   std::uint64_t ring_full = 0;      // the hand-off ring had no room
   std::uint64_t dummies = 0;        // dummy sends (posted as NOPs where the port can, else counted only)
-  std::uint64_t dummies_posted = 0; // of those, posted to the device (PortCaps::dummy_send)
+  std::uint64_t dummies_posted = 0; // of those, handed to a port that posts them (PortCaps::dummy_send)
   std::uint64_t solicitations = 0;  // ARP requests / neighbour solicitations sendto sent
   std::uint64_t unresolved = 0;     // sendto calls refused with EAGAIN (destination not resolved yet)
   std::uint64_t neigh_learned = 0;  // mappings the port's neighbour cache learnt
@@ -73,7 +73,7 @@ struct SendPort {
   // ---- the sending thread (one at a time, `busy` says who) ----
   alignas(kFalseSharingRange) std::atomic<bool> busy{false};
   std::atomic<bool> used{false};     // set on the first submit; the lcore looks at nothing else before
-  Counter submitted, ring_full, dummies, solicitations, unresolved;
+  Counter submitted, ring_full, dummies, dummies_posted, solicitations, unresolved;
   // When a solicitation for a destination went out, by a hash slot of it (sender only).
   struct Pending {
     std::uint8_t ip[16] = {};
@@ -82,7 +82,7 @@ struct SendPort {
   std::array<Pending, 64> pending{};
 
   // ---- the draining lcore ----
-  alignas(kFalseSharingRange) Counter sent, sent_bytes, tx_failed, dummies_posted;
+  alignas(kFalseSharingRange) Counter sent, sent_bytes, tx_failed;
 
   // Sending thread: hands pkts[0..n) to the lcore. Every buffer is taken: the ring's share is
   // returned, the rest is freed and counted as ring_full.

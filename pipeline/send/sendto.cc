@@ -126,6 +126,7 @@ long sendto(SendPort& sp, const Address& dst, const Address& src, const void* bu
     *why = fmt::format("sendto: the send ring of port {} is full (its lcore does not keep up); try again", sp.port);
     return -ENOBUFS;
   }
+  if (dummy) sp.dummies_posted.add(1);
   return static_cast<long>(len);
 }
 
