@@ -21,7 +21,8 @@
  *  - recvfrom_zcopy and poll hand buffers to the caller; free_packets / free_buff return them.
  *
  * Thread-safety: control functions (create, start, stop, rules, filters, plugins, stats) from one
- * control thread at a time; receive functions from one consumer thread per endpoint; ref_buff and
+ * control thread at a time; receive functions from one consumer thread per endpoint; send
+ * functions (alloc_tx, send_burst, sendto) from one sending thread per port; ref_buff and
  * free_buff from any thread.
  */
 #ifndef RAWPIPE_EXTRA_H
@@ -52,8 +53,10 @@ extern "C" {
  *    allocator flags TX = 1 << 0, RX = 1 << 1, TX_ZC = 1 << 2 (were RX = 1 << 0, TX = 1 << 1).
  *    RAWPIPE_FILTER_PLUGIN_ABI_VERSION is 2 for the same reason.
  * Minor revisions of ABI version 2 (fields appended to rawpipe_api_t):
- *   0  the table of version 2 */
-#define RAWPIPE_EXTRA_ABI_MINOR 0u
+ *   0  the table of version 2
+ *   1  port_id, alloc_tx, send_burst, sendto (RAWPIPE_CAP_SEND); struct rawpipe_stats gained the
+ *      send counters at its end (sent ... neigh_learned), filled only when its size covers them */
+#define RAWPIPE_EXTRA_ABI_MINOR 1u
 
 /* Capability bits of rawpipe_api_t::caps. */
 #define RAWPIPE_CAP_FILTERS (1ull << 0)       /* endpoint_filter, queue_filter */
@@ -65,6 +68,7 @@ extern "C" {
 #define RAWPIPE_CAP_ALLOCATOR (1ull << 6)     /* set_allocator */
 #define RAWPIPE_CAP_OFFLOAD (1ull << 7)       /* set_endpoint_offload */
 #define RAWPIPE_CAP_WAIT (1ull << 8)          /* endpoint_fd, arm_fd, recv_wait */
+#define RAWPIPE_CAP_SEND (1ull << 9)          /* port_id, alloc_tx, send_burst, sendto (minor 1) */
 
 /* Filter verdicts, with the values of VMA's vma_recv_callback_retval_t (VMA_PACKET_DROP = 0,
  * VMA_PACKET_RECV = 1, VMA_PACKET_HOLD = 2), so a ported callback that returns VMA's enum or a
@@ -188,7 +192,40 @@ struct rawpipe_stats {
   struct rawpipe_pool_stats *pools;
   uint32_t pools_max;
   uint32_t n_pools;
+  uint32_t reserved;
+  /* minor 1: the application's sends over all ports (send_burst, sendto). Not part of rx:
+   * rx == delivered + transmitted + dropped holds without them. Once the lcores have drained
+   * the hand-off rings, every frame handed over is in sent or send_failed, or is a dummy counted
+   * without posting (dummy_sends - dummies_posted). */
+  uint64_t sent;               /* frames the transmit queues took (posted dummies included) */
+  uint64_t sent_bytes;
+  uint64_t send_failed;        /* hand-off ring full, tx queue did not take them, or stopped first */
+  uint64_t dummy_sends;        /* RAWPIPE_SEND_DUMMY frames */
+  uint64_t dummies_posted;     /* of those, handed to a port that posts them as no-ops (mlx5 NOP WQE) */
+  uint64_t neigh_solicits;     /* ARP requests / neighbour solicitations sendto sent */
+  uint64_t unresolved;         /* sendto calls refused with EAGAIN */
+  uint64_t neigh_learned;      /* mappings the ports' neighbour caches learnt */
 };
+
+/* ---- Sending (RAWPIPE_CAP_SEND, minor 1) ---- */
+
+/* A transmit buffer. alloc_tx fills every field (len 0); the application writes the frame from
+ * `data` (room bytes are free there) and sets len. To send a received or held packet back out,
+ * give {pkt.handle, pkt.frame.iov_base, pkt.frame.iov_len, 0}: data may point anywhere inside the
+ * buffer's data area (a frame may start earlier or later than where it was received). */
+struct rawpipe_tx_buf {
+  void *handle;     /* the buffer (as rawpipe_packet.handle) */
+  uint8_t *data;    /* first byte of the Ethernet frame */
+  uint32_t len;     /* frame length, from 14 bytes (an Ethernet header) */
+  uint32_t room;    /* alloc_tx: bytes available from data; ignored by send_burst */
+};
+
+/* send_burst / sendto flags. */
+#define RAWPIPE_SEND_CSUM (1u << 0)   /* fill the IPv4 header and UDP/TCP checksums in software */
+#define RAWPIPE_SEND_DUMMY (1u << 1)  /* VMA's dummy send: warm the transmit path, put nothing on the
+                                       * wire. Ports that can post a no-op (mlx5: a NOP WQE) do;
+                                       * on the others the frame is counted and freed at once. */
+#define RAWPIPE_SEND_MAX_BURST 256u   /* most buffers one send_burst call takes */
 
 /* Refused calls, process-wide since the library loaded. Versioned by size: set size to
  * sizeof(struct rawpipe_api_counters) before the call; the library fills the fields it knows
@@ -289,7 +326,7 @@ typedef struct rawpipe_api {
    * bad flags. */
   int (*set_allocator)(rawpipe_alloc_fn alloc, rawpipe_free_fn free, void *ctx, uint32_t flags);
 
-  /* ---- minor 1 ---- */
+  /* ---- appended while ABI version 1 was current (all part of version 2 minor 0) ---- */
 
   /* Offload on/off for one endpoint while lcores run (RAWPIPE_CAP_OFFLOAD; XLIO's
    * thread_offload at the ring level). on = 0: ports that can leave traffic to the kernel (AF_XDP
@@ -321,11 +358,57 @@ typedef struct rawpipe_api {
    * (destroy closes them); one consumer thread per endpoint. Both return -1 for a bad handle or
    * a non-ring endpoint.
    * recv_wait is recvfrom_zcopy that sleeps (on the descriptor) up to timeout_ms while nothing is
-   * waiting (-1: no limit); it returns the packets received, 0 on timeout, -1 on error. */
+   * waiting (-1: no limit); it returns the packets received, 0 on timeout, -1 on error. With
+   * RAWPIPE_ANY_ENDPOINT it receives from every ring endpoint (each packet's `endpoint` says
+   * which), taking turns as poll does, and sleeps on the any-endpoint descriptor. */
   int (*endpoint_fd)(rawpipe_pipeline *p, uint16_t endpoint);
   int (*arm_fd)(rawpipe_pipeline *p, uint16_t endpoint);
   int (*recv_wait)(rawpipe_pipeline *p, uint16_t endpoint, struct rawpipe_packet *pkts, unsigned max,
                    int timeout_ms);
+
+  /* ---- ABI 2 minor 1: sending (RAWPIPE_CAP_SEND) ----
+   *
+   * Frames go out on a port's transmit queue without a copy. Transmit queues belong to lcores, so
+   * a send hands the buffers to the lcore that owns a queue on the port (the one that forwards,
+   * echoes or answers ARP there, else the one that polls it) through a ring, and that lcore
+   * transmits them on its next loop pass: a send returns before the frame is on the wire. One
+   * sending thread per port: a second thread sending on the same port while a call is in
+   * progress gets -1 with EBUSY. The pipeline must be running (else -1 with ENETDOWN; stop waits
+   * for a send in progress); a port without a transmit path (tx_queues = 0, no lcore) gives -1
+   * with EOPNOTSUPP. Every failure sets errno and last_error(p); counters are in get_stats (sent,
+   * send_failed, dummy_sends, ...).
+   *
+   * port_id: a port's id by its [[ports]] name, or -1. */
+  int (*port_id)(const rawpipe_pipeline *p, const char *name);
+  /* Allocates n transmit buffers for `port` from the pool that port receives into (its AF_XDP
+   * UMEM, its registered memory on mlx5 and MANA), so no driver copies them. All or nothing:
+   * returns n, or -1 with ENOBUFS when fewer are free (nothing taken). The caller owns them: it
+   * sends them (send_burst) or frees them (free_buff). */
+  int (*alloc_tx)(rawpipe_pipeline *p, uint16_t port, struct rawpipe_tx_buf *bufs, unsigned n);
+  /* Sends bufs[0..n) (n <= RAWPIPE_SEND_MAX_BURST) on `port`, zero-copy: buffers from alloc_tx,
+   * or received / held buffers sent back out (forward, reflect). Each handle is checked as
+   * free_buff checks it, data/len must lie inside its buffer's data area, and a buffer listed
+   * twice needs as many references (ref_buff); any bad entry refuses the whole call (-1 with
+   * EINVAL, nothing sent, the caller still owns every buffer). Otherwise ownership of all n
+   * passes to the library, also of those that then fail: the return value is how many went to
+   * the transmit path; the others were freed and counted in send_failed (the hand-off ring was
+   * full). Never free a buffer after sending it. flags: RAWPIPE_SEND_CSUM, RAWPIPE_SEND_DUMMY. */
+  int (*send_burst)(rawpipe_pipeline *p, uint16_t port, const struct rawpipe_tx_buf *bufs, unsigned n,
+                    uint32_t flags);
+  /* A copying send of one UDP datagram to dst (family 4 or 6, port in host order): rawpipe
+   * builds Ethernet/IP/UDP with checksums in a buffer of the port's pool. Source: src->addr when
+   * src->family is set, else the port's first `addresses` entry of dst's family; source UDP port
+   * src->port, or dst->port when src is NULL. Destination MAC: the port's next_hop_mac when it is
+   * configured; the group MAC for a multicast or broadcast dst; else the port's neighbour cache,
+   * which learns from the ARP and ND frames the lcores see on the port (ports with `addresses`).
+   * When dst is not resolved yet, sendto sends an ARP request (IPv4) or a neighbour solicitation
+   * (IPv6), at most one per destination per 100 ms, and returns -1 with errno EAGAIN: call again
+   * (the answer arrives through the pipeline within a round trip). Returns len, or -1 with errno:
+   * EAGAIN (unresolved), EADDRNOTAVAIL (no source address), EMSGSIZE (does not fit a buffer),
+   * ENOBUFS (pool empty or hand-off ring full), EINVAL, EBADF, EBUSY, ENETDOWN, EOPNOTSUPP.
+   * flags: RAWPIPE_SEND_DUMMY. */
+  long (*sendto)(rawpipe_pipeline *p, uint16_t port, const void *buf, size_t len, const struct rawpipe_addr *dst,
+                 const struct rawpipe_addr *src, uint32_t flags);
 } rawpipe_api_t;
 
 /* Whether a table from rawpipe_get_api() has `field` (it may come from an older minor revision). */

@@ -56,6 +56,7 @@ struct PipelineParts;
 class Pool;
 class Port;
 class RunControl;
+struct SendPort;
 struct StageLatency;
 class TapWriter;
 
@@ -256,6 +257,9 @@ class RAWPIPE_API Pipeline {
   std::vector<const TapWriter*> taps() const;
   // ARP/ND responder counters summed over lcores.
   NeighStats neigh_stats() const;
+  // The application's send path on a port (pipeline/send/send_port.hh, internal), null for an
+  // unknown port. Lives as long as the pipeline.
+  SendPort* send_port(std::uint16_t port) const noexcept;
 
  private:
   explicit Pipeline(const Plan& plan);

@@ -26,6 +26,9 @@ inline constexpr std::uint32_t kDefaultLatencySample = 64;
 struct NeighPortKeys {
   std::vector<std::string> addresses;
   std::string mac;  // empty: the port's own
+  // The Extra API's sendto sends every datagram to this MAC (a gateway, or a peer whose address
+  // nobody resolves) instead of resolving the destination; empty: resolve through ARP/ND.
+  std::string next_hop_mac;
 };
 
 struct SourceLocation {

@@ -18,6 +18,7 @@ struct PortCaps {
   bool kernel_pass = false;    // traffic not steered to us keeps reaching the kernel
   bool timestamps = false;     // sets timestamp_ns
   bool tx = false;             // tx_burst sends somewhere real
+  bool dummy_send = false;     // tx_burst posts a tx_flag::kDummy buffer as a no-op the device drops (mlx5 NOP WQE)
   std::uint16_t max_rx_queues = 1;
   std::uint16_t max_tx_queues = 1;
 };

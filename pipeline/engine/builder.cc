@@ -1,5 +1,7 @@
 #include "pipeline/engine/builder.hh"
 
+#include <algorithm>
+#include <bit>
 #include <set>
 
 #include "pipeline/buf/audit.hh"
@@ -14,6 +16,7 @@
 #include "pipeline/neigh/neigh.hh"
 #include "pipeline/neigh/port_keys.hh"
 #include "pipeline/plan/validate.hh"
+#include "pipeline/send/send_port.hh"
 #include "pipeline/port/driver.hh"
 
 namespace rawpipe {
@@ -155,6 +158,52 @@ Status assign_tx_queues(const Plan& plan, PipelineParts& parts) {
       parts.tx_queue_of[l][port] = next_txq[port]++;
     }
   }
+  // A port no lcore transmits on gets one queue for the application's send path (its frames go
+  // through the lcore that owns the queue): the lcore that polls the port, else the first. The
+  // queue was unused, so the validator's count still holds.
+  for (const PortPlan& pp : plan.ports) {
+    if (next_txq[pp.id] != 0 || pp.tx_queues == 0 || plan.lcores.empty()) continue;
+    std::size_t owner = 0;
+    for (std::size_t l = plan.lcores.size(); l-- > 0;)
+      for (const LcorePlan::RxQueue& q : plan.lcores[l].rx)
+        if (q.port == pp.id) owner = l;
+    parts.tx_queue_of[owner][pp.id] = next_txq[pp.id]++;
+  }
+  return Status::ok();
+}
+
+// The application's send path per port: the lcore that drains it (the first that owns a tx queue
+// there), the hand-off ring, the pool alloc_tx takes from, the addresses sendto uses.
+Status build_send_ports(const Plan& plan, PipelineParts& parts) {
+  for (const PortPlan& pp : plan.ports) {
+    auto sp = std::make_unique<SendPort>();
+    sp->port = pp.id;
+    for (std::size_t l = 0; l < parts.tx_queue_of.size() && sp->lcore < 0; ++l)
+      if (parts.tx_queue_of[l][pp.id] >= 0) sp->lcore = static_cast<int>(l);
+    if (sp->lcore < 0)
+      sp->no_path = pp.tx_queues == 0 ? fmt::format("port '{}' has tx_queues = 0", pp.name)
+                                      : fmt::format("the plan has no lcore to transmit on port '{}'", pp.name);
+    sp->native_dummy = parts.caps[pp.id].dummy_send;
+    for (auto& pl : parts.pools)
+      if (pl->name() == pp.pool) sp->pool = pl.get();
+    if (!pp.neigh.mac.empty()) {
+      if (auto m = parse_mac_address(pp.neigh.mac)) sp->mac = *m;
+    } else {
+      sp->mac = parts.ports[pp.id]->link().mac;
+    }
+    if (!pp.neigh.next_hop_mac.empty()) {
+      auto m = parse_mac_address(pp.neigh.next_hop_mac);
+      if (!m) return Status::errorf("{}port '{}': next_hop_mac: {}", where(pp.where), pp.name, m.message());
+      sp->next_hop = *m;
+    }
+    sp->addresses = parts.neigh_tables[pp.id].get();
+    if (sp->addresses) sp->cache = std::make_unique<NeighCache>();
+    // As deep as the port's tx ring: the lcore empties it once per pass.
+    auto ring = EndpointRing::create(std::bit_ceil(std::max<std::uint32_t>(pp.tx_ring_size, kMaxBurst)));
+    if (!ring) return Status::errorf("{}port '{}': send ring: {}", where(pp.where), pp.name, ring.message());
+    sp->ring = std::move(ring).value();
+    parts.send_ports.push_back(std::move(sp));
+  }
   return Status::ok();
 }
 
@@ -178,6 +227,7 @@ Status build_taps(const Plan& plan, PipelineParts& parts) {
 PipelineParts::PipelineParts() = default;
 
 PipelineParts::~PipelineParts() {
+  for (auto& sp : send_ports) sp->drain_stopped();  // buffers handed over but never sent
   plugins.clear();  // a plugin that holds packets frees them in destroy(): pools still exist
   lcores.clear();
   queues.reset();
@@ -204,6 +254,7 @@ Result<std::unique_ptr<PipelineParts>> build_pipeline(const Plan& plan) {
   RAWPIPE_TRY(build_classifier(plan, *parts));
   RAWPIPE_TRY(push_steering(plan, *parts));
   RAWPIPE_TRY(assign_tx_queues(plan, *parts));
+  RAWPIPE_TRY(build_send_ports(plan, *parts));
 
   auto queues = EndpointQueues::create(plan);
   if (!queues) return queues.status();

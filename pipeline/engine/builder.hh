@@ -5,7 +5,8 @@
 // port's capabilities, compiles the endpoints' rules into the classifier and pushes them to the
 // ports that steer, attaches the plan's filter plugins, builds the ARP/ND tables, the capture
 // taps, the endpoint queues and the lcores, and hands each lcore its tx queue on every port it
-// may send on. What only a device can say (a port that does not open, fewer queues than asked, no
+// may send on (and on a port nobody else transmits on, a queue for the application's send path,
+// pipeline/send/send_port.hh). What only a device can say (a port that does not open, fewer queues than asked, no
 // MAC for ARP) is reported here, at the element's config location.
 #pragma once
 
@@ -27,6 +28,7 @@ class FilterStage;
 class Lcore;
 struct LcoreTaps;
 class NeighTable;
+struct SendPort;
 class TapWriter;
 
 // Everything a Plan becomes. Owned by the Pipeline facade; run control binds and runs it.
@@ -48,6 +50,7 @@ struct PipelineParts {
   std::vector<std::unique_ptr<LcoreTaps>> lcore_taps;     // by lcore; empty without taps
   std::vector<std::unique_ptr<NeighTable>> neigh_tables;  // by port id; null without addresses
   std::vector<std::vector<int>> tx_queue_of;              // [lcore][port]: its tx queue there, or -1
+  std::vector<std::unique_ptr<SendPort>> send_ports;      // by port id: the application's send path
   std::uint32_t config_rules = 0;                         // rule ids 1..config_rules came from the plan
 };
 

@@ -8,6 +8,7 @@
 #include "pipeline/classify/classifier.hh"
 #include "pipeline/classify/rule.hh"
 #include "pipeline/engine/builder.hh"
+#include "pipeline/send/send_port.hh"
 #include "pipeline/engine/endpoint_queues.hh"
 #include "pipeline/engine/run_control.hh"
 #include "pipeline/filter/filter.hh"
@@ -201,6 +202,10 @@ const StageLatency* Pipeline::lcore_latency(std::size_t lcore) const noexcept {
 std::vector<std::unique_ptr<Pool>> Pipeline::release_pools() noexcept { return std::move(parts_->pools); }
 
 EndpointWake* Pipeline::endpoint_wake(std::uint16_t endpoint) const noexcept { return queues_->wake(endpoint); }
+
+SendPort* Pipeline::send_port(std::uint16_t port) const noexcept {
+  return port < parts_->send_ports.size() ? parts_->send_ports[port].get() : nullptr;
+}
 
 std::size_t Pipeline::endpoint_queued(std::uint16_t endpoint) const noexcept { return queues_->queued(endpoint); }
 

@@ -17,6 +17,7 @@
 #include "pipeline/filter/filter.hh"
 #include "pipeline/lcore/lcore.hh"
 #include "pipeline/neigh/stage.hh"
+#include "pipeline/send/send_port.hh"
 
 namespace rawpipe {
 namespace {
@@ -95,8 +96,19 @@ Status RunControl::start() {
       std::vector<const NeighTable*> tables;
       for (const auto& t : parts_.neigh_tables) tables.push_back(t.get());
       neigh_stages_.push_back(std::make_unique<NeighStage>(std::move(tables), tx, &lcore.counters_mut()));
+      std::vector<NeighCache*> caches;
+      for (const auto& sp : parts_.send_ports) caches.push_back(sp->cache.get());
+      neigh_stages_.back()->set_caches(std::move(caches));
       lcore.set_neigh(neigh_stages_.back().get());
     }
+    // The application's send path of each port this lcore drains (send/send_port.hh).
+    std::vector<SendPort*> sends;
+    for (auto& sp : parts_.send_ports)
+      if (sp->lcore == static_cast<int>(l)) {
+        sp->tx = tx[sp->port];
+        sends.push_back(sp.get());
+      }
+    lcore.set_sends(std::move(sends));
   }
   for (auto& t : parts_.taps) RAWPIPE_TRY(t->start());
 
@@ -152,6 +164,8 @@ void RunControl::stop_ports() noexcept {
 Status RunControl::stop() {
   request_stop();
   join_lcores();
+  // What the application handed over and no lcore sent any more: freed, counted as tx_failed.
+  for (auto& sp : parts_.send_ports) sp->drain_stopped();
   stop_ports();
   if (parts_.queues) parts_.queues->drain_at_stop();
   if (parts_.classifier) parts_.classifier->reclaim();

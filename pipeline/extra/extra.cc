@@ -11,7 +11,9 @@
 #include <array>
 #include <atomic>
 #include <filesystem>
+#include <algorithm>
 #include <mutex>
+#include <thread>
 
 #include "pipeline/buf/audit.hh"
 #include "pipeline/buf/checked_free.hh"
@@ -22,6 +24,9 @@
 #include "pipeline/filter/filter.hh"
 #include "pipeline/lcore/lcore.hh"
 #include "pipeline/ops/publisher.hh"
+#include "pipeline/send/frames.hh"
+#include "pipeline/send/send_port.hh"
+#include "pipeline/send/sendto.hh"
 
 namespace rawpipe {
 namespace {
@@ -108,6 +113,9 @@ int fail(rawpipe_pipeline* h, const std::string& msg) {
   if (h) h->error = msg;
   return -1;
 }
+
+// Defined with the send calls below; stop and destroy call it first.
+void wait_for_senders(Pipeline& p);
 
 int bad_argument(rawpipe_pipeline* h, const std::string& msg) {
   count(g_misuse.bad_argument);
@@ -253,6 +261,7 @@ int api_start(rawpipe_pipeline* h) {
 
 int api_stop(rawpipe_pipeline* h) {
   if (!check_handle(h, "stop") || refuse_on_lcore(h, "stop")) return -1;
+  wait_for_senders(*h->pipeline);
   Status s = h->pipeline->stop();
   return s ? 0 : fail(h, s.message());
 }
@@ -264,7 +273,10 @@ int api_destroy(rawpipe_pipeline* h) {
   if (!check_handle(h, "destroy") || refuse_on_lcore(h, "destroy")) return -1;
   handle_remove(h);
   // Plugins' callbacks may run on lcores until they stop; their code and state go away below.
-  if (h->owned || (!h->plugins.empty() && h->pipeline->running())) (void)h->pipeline->stop();
+  if (h->owned || (!h->plugins.empty() && h->pipeline->running())) {
+    wait_for_senders(*h->pipeline);
+    (void)h->pipeline->stop();
+  }
   if (h->publisher) {
     h->publisher->publish_now();  // the final figures, running = false
     h->publisher->stop();
@@ -594,6 +606,18 @@ int api_get_stats(rawpipe_pipeline* h, rawpipe_stats* out) {
       d.outstanding = a.pools[i].outstanding;
     }
   }
+  // Minor 1: the send counters (copied only as far as the caller's struct reaches).
+  for (std::uint16_t port = 0; port < p.port_count(); ++port) {
+    const SendStats ss = p.send_port(port)->stats();
+    r.sent += ss.sent;
+    r.sent_bytes += ss.sent_bytes;
+    r.send_failed += ss.tx_failed + ss.ring_full;
+    r.dummy_sends += ss.dummies;
+    r.dummies_posted += ss.dummies_posted;
+    r.neigh_solicits += ss.solicitations;
+    r.unresolved += ss.unresolved;
+    r.neigh_learned += ss.neigh_learned;
+  }
   std::memcpy(out, &r, std::min<std::size_t>(size, sizeof r));
   return 0;
 }
@@ -729,16 +753,40 @@ int api_arm_fd(rawpipe_pipeline* h, std::uint16_t ep) {
   return ready;
 }
 
+// recvfrom_zcopy over every ring endpoint, one endpoint further each call (as poll does).
+int receive_any(rawpipe_pipeline* h, rawpipe_packet* out, unsigned max) {
+  Pipeline& p = *h->pipeline;
+  const std::uint16_t n_ep = static_cast<std::uint16_t>(p.endpoint_count());
+  unsigned total = 0;
+  for (std::uint16_t i = 0; i < n_ep && total < max; ++i) {
+    const auto e = static_cast<std::uint16_t>((h->next_endpoint + i) % n_ep);
+    if (p.plan().endpoints[e].action != EndpointAction::kRing) continue;
+    const int k = api_recvfrom_zcopy(h, e, out + total, max - total);
+    if (k < 0) return -1;
+    total += static_cast<unsigned>(k);
+  }
+  if (n_ep) h->next_endpoint = static_cast<std::uint16_t>((h->next_endpoint + 1) % n_ep);
+  return static_cast<int>(total);
+}
+
 int api_recv_wait(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_packet* out, unsigned max, int timeout_ms) {
   if (!check_handle(h, "recv_wait")) return -1;
-  if (!ring_endpoint_ok(h, ep, "recv_wait") || !array_ok(h, out, max, "recv_wait")) return -1;
+  const bool any = ep == RAWPIPE_ANY_ENDPOINT;
+  if ((!any && !ring_endpoint_ok(h, ep, "recv_wait")) || !array_ok(h, out, max, "recv_wait")) return -1;
   const int fd = api_endpoint_fd(h, ep);
   if (fd < 0) return -1;
+  auto receive = [&] { return any ? receive_any(h, out, max) : api_recvfrom_zcopy(h, ep, out, max); };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms);
   for (;;) {
-    const int n = api_recvfrom_zcopy(h, ep, out, max);
+    const int n = receive();
     if (n != 0 || max == 0) return n;
-    if (wake_arm(*h->pipeline->endpoint_wake(ep), *h->pipeline, ep)) continue;
+    if (any) {
+      const int ready = api_arm_fd(h, ep);
+      if (ready < 0) return -1;
+      if (ready) continue;
+    } else if (wake_arm(*h->pipeline->endpoint_wake(ep), *h->pipeline, ep)) {
+      continue;
+    }
     int left = -1;
     if (timeout_ms >= 0) {
       const auto now = std::chrono::steady_clock::now();
@@ -747,15 +795,239 @@ int api_recv_wait(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_packet* out, un
     }
     auto woke = wake_sleep(fd, left);
     if (!woke) return fail(h, "recv_wait: " + woke.message());
-    if (!woke.value()) return api_recvfrom_zcopy(h, ep, out, max);  // timed out: one last look
+    if (!woke.value()) return receive();  // timed out: one last look
   }
+}
+
+
+// ---- Sending (RAWPIPE_CAP_SEND): the application's side of pipeline/send/send_port.hh ----
+
+bool port_ok(rawpipe_pipeline* h, std::uint16_t port, const char* call) {
+  if (port < h->pipeline->port_count()) return true;
+  errno = EINVAL;
+  (void)bad_argument(h, fmt::format("{}: port id {} does not exist (there are {}; port_id gives a port's id by name)",
+                                    call, port, h->pipeline->port_count()));
+  return false;
+}
+
+// The sending thread's hold on a port for one call: refuses a second thread (one sender per
+// port), a stopped pipeline and a port without a transmit path. api_stop waits for the flag.
+class SendGuard {
+ public:
+  SendGuard(rawpipe_pipeline* h, std::uint16_t port, const char* call) : h_(h) {
+    SendPort* sp = h->pipeline->send_port(port);
+    if (sp->busy.exchange(true, std::memory_order_acquire)) {
+      errno = EBUSY;
+      (void)fail(h, fmt::format("{}: another thread is sending on port '{}' right now; send from one thread per port",
+                                call, h->pipeline->port_name(port)));
+      return;
+    }
+    sp_ = sp;
+    // G: pairs with the fence in wait_for_senders: either stop sees busy and waits, or this sees
+    // the stop request and backs off.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!h->pipeline->running() || h->pipeline->stop_requested()) {
+      errno = ENETDOWN;
+      (void)fail(h, fmt::format("{}: the pipeline is not running; start it first", call));
+      release();
+      return;
+    }
+    if (sp->lcore < 0 || !sp->tx.burst) {
+      errno = EOPNOTSUPP;
+      (void)fail(h, fmt::format("{}: port '{}' has no transmit path: {}", call, h->pipeline->port_name(port),
+                                sp->lcore < 0 ? sp->no_path : std::string("its driver gives no transmit function")));
+      release();
+    }
+  }
+  ~SendGuard() { release(); }
+  SendGuard(const SendGuard&) = delete;
+  SendGuard& operator=(const SendGuard&) = delete;
+  SendPort* port() const noexcept { return sp_; }
+
+ private:
+  void release() noexcept {
+    if (sp_) sp_->busy.store(false, std::memory_order_release);
+    sp_ = nullptr;
+  }
+  rawpipe_pipeline* h_;
+  SendPort* sp_ = nullptr;
+};
+
+// Before a stop: no send call is inside a port's path any more, and none enters after.
+void wait_for_senders(Pipeline& p) {
+  p.request_stop();
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with G
+  for (std::uint16_t port = 0; port < p.port_count(); ++port)
+    while (p.send_port(port)->busy.load(std::memory_order_acquire)) std::this_thread::yield();
+}
+
+int api_port_id(const rawpipe_pipeline* h, const char* name) {
+  if (!check_handle(h, "port_id")) return -1;
+  auto* mh = const_cast<rawpipe_pipeline*>(h);
+  if (!name) return bad_argument(mh, "port_id: the name is NULL");
+  auto id = h->pipeline->port_id(name);
+  if (!id) return fail(mh, fmt::format("port_id: no port named '{}'", name));
+  return *id;
+}
+
+int api_alloc_tx(rawpipe_pipeline* h, std::uint16_t port, rawpipe_tx_buf* bufs, unsigned n) {
+  if (!check_handle(h, "alloc_tx")) {
+    errno = EBADF;
+    return -1;
+  }
+  if (!port_ok(h, port, "alloc_tx")) return -1;
+  if (!bufs && n) {
+    errno = EINVAL;
+    return bad_argument(h, fmt::format("alloc_tx: bufs is NULL but n is {}", n));
+  }
+  Pool* pool = h->pipeline->send_port(port)->pool;
+  Mbuf* got[kMaxBurst];
+  unsigned done = 0;
+  while (done < n) {
+    const unsigned k = std::min<unsigned>(n - done, kMaxBurst);
+    if (!pool->alloc_bulk(got, k)) {
+      for (unsigned i = 0; i < done; ++i) mbuf_free(static_cast<Mbuf*>(bufs[i].handle));
+      errno = ENOBUFS;
+      return fail(h, fmt::format("alloc_tx: pool '{}' of port '{}' has fewer than {} free buffers ({} free of {})",
+                                 pool->name(), h->pipeline->port_name(port), n, pool->available(), pool->count()));
+    }
+    audit_handout(got, k, AuditOwner::kApp, Mbuf::kNoEndpoint, AuditSite::kPoolAlloc);
+    for (unsigned i = 0; i < k; ++i) {
+      Mbuf* m = got[i];
+      bufs[done + i] = rawpipe_tx_buf{m, m->data(), 0, m->buf_len - m->data_off};
+    }
+    done += k;
+  }
+  return static_cast<int>(n);
+}
+
+int api_send_burst(rawpipe_pipeline* h, std::uint16_t port, const rawpipe_tx_buf* bufs, unsigned n, std::uint32_t flags) {
+  if (!check_handle(h, "send_burst")) {
+    errno = EBADF;
+    return -1;
+  }
+  if (!port_ok(h, port, "send_burst")) return -1;
+  if ((!bufs && n) || n > RAWPIPE_SEND_MAX_BURST || (flags & ~(RAWPIPE_SEND_CSUM | RAWPIPE_SEND_DUMMY))) {
+    errno = EINVAL;
+    return bad_argument(h, fmt::format("send_burst: give up to {} buffers (bufs {}, n {}) and flags made of "
+                                       "RAWPIPE_SEND_CSUM, RAWPIPE_SEND_DUMMY (got {:#x})",
+                                       RAWPIPE_SEND_MAX_BURST, static_cast<const void*>(bufs), n, flags));
+  }
+  SendGuard guard(h, port, "send_burst");
+  SendPort* sp = guard.port();
+  if (!sp) return -1;
+  // Every entry is checked before anything is touched: a refused call leaves the caller owning
+  // every buffer, as it was.
+  Mbuf* pkts[RAWPIPE_SEND_MAX_BURST];
+  for (unsigned i = 0; i < n; ++i) {
+    std::string error;
+    Mbuf* m = resolve_checked(bufs[i].handle, &error);
+    const std::uint16_t refs = m ? m->refcnt.load(std::memory_order_relaxed) : 0;
+    if (m && (refs == 0 || refs == kRefReleased)) {
+      count(g_misuse.free_already_free);
+      error = fmt::format("buffer {} of pool '{}' is free (sent or freed already)", m->index, m->pool->name());
+      m = nullptr;
+    }
+    if (m) {
+      const std::uint8_t* start = m->buf_addr() + kMbufHeaderSize;
+      const std::uint8_t* end = m->buf_addr() + m->buf_len;
+      if (bufs[i].data < start || bufs[i].data > end || bufs[i].len < 14 ||
+          bufs[i].len > static_cast<std::size_t>(end - bufs[i].data)) {
+        count(g_misuse.bad_argument);
+        error = fmt::format("data {} and len {} do not describe a frame of at least 14 bytes inside buffer {} of pool "
+                            "'{}' (its data area is {}..{})",
+                            static_cast<const void*>(bufs[i].data), bufs[i].len, m->index, m->pool->name(),
+                            static_cast<const void*>(start), static_cast<const void*>(end));
+        m = nullptr;
+      }
+    }
+    if (!m) {
+      errno = EINVAL;
+      return fail(h, fmt::format("send_burst: buffer {}: {}; nothing was sent", i, error));
+    }
+    pkts[i] = m;
+  }
+  // A buffer listed k times is sent k times and needs k references.
+  Mbuf* sorted[RAWPIPE_SEND_MAX_BURST];
+  std::copy(pkts, pkts + n, sorted);
+  std::sort(sorted, sorted + n);
+  for (unsigned i = 0; i < n;) {
+    unsigned j = i + 1;
+    while (j < n && sorted[j] == sorted[i]) ++j;
+    if (j - i > sorted[i]->refcnt.load(std::memory_order_relaxed)) {
+      errno = EINVAL;
+      return bad_argument(h, fmt::format("send_burst: buffer {} of pool '{}' is listed {} times but has {} holder(s); "
+                                         "ref_buff it once per extra send; nothing was sent",
+                                         sorted[i]->index, sorted[i]->pool->name(), j - i,
+                                         sorted[i]->refcnt.load(std::memory_order_relaxed)));
+    }
+    i = j;
+  }
+  const bool dummy = flags & RAWPIPE_SEND_DUMMY;
+  for (unsigned i = 0; i < n; ++i) {
+    Mbuf* m = pkts[i];
+    m->data_off = static_cast<std::uint32_t>(bufs[i].data - m->buf_addr());
+    m->data_len = bufs[i].len;
+    m->tx_flags = dummy ? tx_flag::kDummy : 0;
+    if (flags & RAWPIPE_SEND_CSUM) (void)send::fill_checksums(m->data(), m->data_len);
+  }
+  if (dummy) {
+    sp->dummies.add(n);
+    if (!sp->native_dummy) {
+      // Nothing to warm on this port: counted, and the buffers go back at once.
+      sp->submitted.add(n);
+      mbuf_free_bulk(pkts, n);
+      return static_cast<int>(n);
+    }
+  }
+  const unsigned k = sp->submit(pkts, n);
+  if (dummy) sp->dummies_posted.add(k);
+  return static_cast<int>(k);
+}
+
+bool read_addr(const rawpipe_addr& a, send::Address* out) {
+  if (a.family == 4) out->family = L3Type::kIpv4;
+  else if (a.family == 6) out->family = L3Type::kIpv6;
+  else if (a.family == 0) out->family = L3Type::kNone;
+  else return false;
+  std::memcpy(out->ip, a.addr, a.family == 4 ? 4 : 16);
+  out->port = a.port;
+  return true;
+}
+
+long api_sendto(rawpipe_pipeline* h, std::uint16_t port, const void* buf, std::size_t len, const rawpipe_addr* dst,
+                const rawpipe_addr* src, std::uint32_t flags) {
+  if (!check_handle(h, "sendto")) {
+    errno = EBADF;
+    return -1;
+  }
+  if (!port_ok(h, port, "sendto")) return -1;
+  send::Address d, s;
+  if (!dst || !read_addr(*dst, &d) || d.family == L3Type::kNone || (src && !read_addr(*src, &s)) ||
+      (s.family != L3Type::kNone && s.family != d.family) || (!buf && len) || (flags & ~RAWPIPE_SEND_DUMMY)) {
+    errno = EINVAL;
+    return bad_argument(h, "sendto: give dst with family 4 or 6, src NULL or of the same family (0: the port's "
+                           "address), buf unless len is 0, and flags 0 or RAWPIPE_SEND_DUMMY");
+  }
+  if (!src) s.port = d.port;
+  SendGuard guard(h, port, "sendto");
+  SendPort* sp = guard.port();
+  if (!sp) return -1;
+  std::string why;
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  const long r = send::sendto(*sp, d, s, buf, len, flags & RAWPIPE_SEND_DUMMY,
+                              static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()),
+                              &why);
+  if (r >= 0) return r;
+  errno = static_cast<int>(-r);
+  return fail(h, why);
 }
 
 constexpr rawpipe_api_t kApi = {
     RAWPIPE_EXTRA_ABI_VERSION,
     sizeof(rawpipe_api_t),
     RAWPIPE_CAP_FILTERS | RAWPIPE_CAP_ZCOPY_RECV | RAWPIPE_CAP_COMPLETIONS | RAWPIPE_CAP_RULES | RAWPIPE_CAP_STATS |
-        RAWPIPE_CAP_PLUGINS | RAWPIPE_CAP_ALLOCATOR | RAWPIPE_CAP_OFFLOAD | RAWPIPE_CAP_WAIT,
+        RAWPIPE_CAP_PLUGINS | RAWPIPE_CAP_ALLOCATOR | RAWPIPE_CAP_OFFLOAD | RAWPIPE_CAP_WAIT | RAWPIPE_CAP_SEND,
     &api_create,
     &api_start,
     &api_stop,
@@ -784,6 +1056,10 @@ constexpr rawpipe_api_t kApi = {
     &api_endpoint_fd,
     &api_arm_fd,
     &api_recv_wait,
+    &api_port_id,
+    &api_alloc_tx,
+    &api_send_burst,
+    &api_sendto,
 };
 
 int api_load_filter_plugin(rawpipe_pipeline* h, const char* path, const char* attach, const char* const* keys,

@@ -8,6 +8,7 @@
 #include "pipeline/filter/filter.hh"
 #include "pipeline/neigh/stage.hh"
 #include "pipeline/parse/parse.hh"
+#include "pipeline/send/send_port.hh"
 #include "pipeline/stats/tsc.hh"
 
 namespace rawpipe {
@@ -121,6 +122,7 @@ unsigned Lcore::poll_once() noexcept {
   const ClassifyTable* table = classifier_->acquire(index_);
   unsigned n = poll_queues(table);
   classifier_->quiesce(index_);
+  for (SendPort* s : sends_) s->drain();
   free_returns(n == 0);
   return n;
 }
@@ -137,6 +139,7 @@ void Lcore::run(const std::atomic<bool>& stop) noexcept {
     const ClassifyTable* table = classifier_->acquire(index_);
     const unsigned got = poll_queues(table);
     classifier_->quiesce(index_);
+    for (SendPort* s : sends_) s->drain();
     free_returns(got == 0);
     if (got == 0 && sleep_when_idle) nanosleep(&idle, nullptr);
   }

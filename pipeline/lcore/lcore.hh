@@ -35,6 +35,7 @@ namespace rawpipe {
 class FilterStage;
 struct LcoreTaps;
 class NeighStage;
+struct SendPort;
 
 // The plan index of the lcore whose loop runs on the calling thread, or -1 (control threads,
 // consumers, a thread that drives poll_once). Control calls that wait for every lcore to pass a
@@ -64,6 +65,9 @@ class Lcore {
   // (neigh/stage.hh); null when not configured, which costs one branch per burst each.
   void set_taps(LcoreTaps* taps) noexcept { taps_ = taps; }
   void set_neigh(NeighStage* neigh) noexcept { neigh_ = neigh; }
+  // Control path, before run(): the application send paths (send/send_port.hh) whose hand-off
+  // rings this lcore drains into its tx queues once per loop pass.
+  void set_sends(std::vector<SendPort*> sends) { sends_ = std::move(sends); }
   // Control path, before run(): the return rings of the ring endpoints this lcore feeds
   // (Pipeline::endpoint_release); the lcore frees what arrives on them between loop passes.
   void set_returns(std::vector<EndpointRing*> returns) {
@@ -105,6 +109,7 @@ class Lcore {
   LcoreTaps* taps_ = nullptr;
   NeighStage* neigh_ = nullptr;
   std::vector<EndpointRing*> returns_;
+  std::vector<SendPort*> sends_;
   unsigned passes_ = 0;
   unsigned return_lines_per_pass_ = 1;
   std::unique_ptr<StageLatency> latency_;  // null: stage timing off

@@ -40,6 +40,7 @@ class NeighTable {
   const NeighAddress* find_ipv4(const std::uint8_t* ip4) const noexcept;
   const NeighAddress* find_ipv6(const std::uint8_t* ip6) const noexcept;
   std::size_t size() const noexcept { return count_; }
+  const NeighAddress& at(std::size_t i) const noexcept { return addrs_[i]; }
 
  private:
   std::array<NeighAddress, kMaxAddresses> addrs_{};

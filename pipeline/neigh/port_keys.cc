@@ -43,6 +43,13 @@ NeighPortKeys read_neigh_port_keys(ConfigSection& s) {
     if (!mac) s.fail("mac", mac.message());
     if (k.addresses.empty()) s.fail("mac", "only used to answer ARP/ND for `addresses`, and this port lists none");
   }
+  if (s.has("next_hop_mac")) {
+    k.next_hop_mac = s.string("next_hop_mac");
+    auto mac = parse_mac_address(k.next_hop_mac);
+    if (!mac)
+      s.fail("next_hop_mac", fmt::format("{}; it is the MAC address the Extra API's sendto sends every datagram to",
+                                         mac.message()));
+  }
   return k;
 }
 

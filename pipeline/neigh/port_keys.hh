@@ -4,6 +4,9 @@
 //                                         neighbour solicitations for on this port
 //   mac = "02:00:00:00:00:02"             the hardware address to answer with; default: the
 //                                         port's own (Port::link().mac)
+//   next_hop_mac = "02:00:00:00:00:09"    where the Extra API's sendto sends every datagram (a
+//                                         gateway, or a peer nobody resolves) instead of
+//                                         resolving its destination through ARP/ND
 // Read by the config loader before the driver's keys; validated here so a typo names its line.
 #pragma once
 

@@ -12,6 +12,7 @@ NeighStage::NeighStage(std::vector<const NeighTable*> tables, std::vector<TxQueu
 unsigned NeighStage::run(std::uint16_t port, Mbuf** pkts, Verdict* verdicts, unsigned n) noexcept {
   const NeighTable* table = port < tables_.size() ? tables_[port] : nullptr;
   if (!table) return n;
+  NeighCache* cache = port < caches_.size() ? caches_[port] : nullptr;
   Mbuf* replies[kMaxBurst];
   unsigned n_replies = 0, kept = 0;
   std::uint64_t ignored = 0, malformed = 0;
@@ -23,6 +24,7 @@ unsigned NeighStage::run(std::uint16_t port, Mbuf** pkts, Verdict* verdicts, uns
                            verdicts[i] != Verdict::kHold &&
                            (m->l3_type == L3Type::kNone || (m->l3_type == L3Type::kIpv6 && m->l4_proto == 58));
     if (candidate) {
+      if (cache) (void)neigh_learn(*cache, m->data(), m->data_len);
       // The reply is built beside the request (neigh_respond reads the request while writing).
       std::uint8_t out[128];
       NeighResult r = neigh_respond(*table, m->data(), m->data_len, out, sizeof out);

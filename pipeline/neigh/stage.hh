@@ -12,6 +12,9 @@
 // burst for ports without addresses; with addresses, a type test per packet and the responder
 // only for ARP / ICMPv6 frames.
 //
+// Learning: every ARP frame and ICMPv6 ND frame looked at also teaches the port's neighbour cache
+// (cache.hh) its sender's address, for the Extra API's sendto.
+//
 // Thread-safety: one NeighStage per lcore (its counters, its tx queues); the tables are shared
 // and immutable.
 #pragma once
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "pipeline/dispatch/dispatch.hh"
+#include "pipeline/neigh/cache.hh"
 #include "pipeline/neigh/neigh.hh"
 #include "pipeline/stats/lcore_counters.hh"
 #include "pipeline/port/port.hh"
@@ -40,9 +44,14 @@ class NeighStage {
 
   NeighStats stats() const noexcept;
 
+  // Control path, before run(): the ports' neighbour caches (cache.hh), by port id (null: none),
+  // which learn from every ARP and ND frame this stage looks at (the Extra API's sendto reads them).
+  void set_caches(std::vector<NeighCache*> caches) { caches_ = std::move(caches); }
+
  private:
   std::vector<const NeighTable*> tables_;
   std::vector<TxQueueHandle> tx_;
+  std::vector<NeighCache*> caches_;
   LcoreCounters* counters_;
   Counter replies_;
   Counter ignored_;

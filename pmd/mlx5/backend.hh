@@ -94,6 +94,7 @@ struct ModelOptions {
   // host (multicast memberships, as the hardware port keeps on its netdev); "" for none. The
   // model's queues stay its own: it claims no instance lock for it.
   std::string interface;
+  std::string wire_pcap;               // frames sent, written here when the port stops (rdma/wire_pcap.hh)
 };
 Result<std::unique_ptr<Backend>> open_model_backend(const ModelOptions& o);
 

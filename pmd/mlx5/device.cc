@@ -163,6 +163,9 @@ class Mlx5Port final : public Port {
     c.flow_rules = true;
     c.kernel_pass = !backend_->is_model();
     c.tx = true;
+    // A tx_flag::kDummy buffer becomes a NOP WQE (tx.cc): MLX5_OPCODE_NOP with the send's DS
+    // count, as libvma posts for VMA_TX_PACKET_DUMMY; the NIC completes it and sends nothing.
+    c.dummy_send = true;
     c.max_rx_queues = 64;
     c.max_tx_queues = 64;
     return c;
@@ -404,6 +407,7 @@ Result<std::unique_ptr<PortSpec>> parse_mlx5_model(ConfigSection& s) {
   m.rate_pps = s.number("inject_rate_pps", 0, 1e9, 0);
   m.interface = s.string("interface", "");
   if (!m.interface.empty()) spec->verbs.interface = m.interface;
+  m.wire_pcap = s.string("wire_pcap", "");
   if (!m.pcap.empty() && s.has("inject_count"))
     s.fail("inject_count", "inject_count and inject_pcap exclude each other (a pcap injects its own frames)");
   RAWPIPE_TRY(s.status());

@@ -8,6 +8,7 @@
 #include <net/if.h>
 
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
@@ -15,6 +16,7 @@
 #include "pmd/mlx5/backend.hh"
 #include "pmd/mlx5/hw.hh"
 #include "pmd/mlx5/model/device.hh"
+#include "pmd/rdma/wire_pcap.hh"
 
 #ifdef RAWPIPE_MLX5_MODEL_PCAP
 #include <pcap/pcap.h>
@@ -158,7 +160,7 @@ class ModelBackend final : public Backend {
   Status start() override {
     if (wire_running_) return Status::ok();
     wire_running_ = true;
-    dev_.keep_sent(false);
+    dev_.keep_sent(!o_.wire_pcap.empty());
     if (o_.rx_error_every) dev_.fail_every_rx(o_.rx_error_every, kSyndromeLocalProt);
     dev_.start_thread(frames_, total_ * o_.loops, o_.rate_pps);
     return Status::ok();
@@ -166,6 +168,11 @@ class ModelBackend final : public Backend {
   void stop() override {
     dev_.stop_thread();
     wire_running_ = false;
+    if (!o_.wire_pcap.empty()) {
+      for (auto& f : dev_.take_sent()) wire_.push_back(std::move(f));
+      if (Status st = rdma::write_wire_pcap(o_.wire_pcap, wire_); !st)
+        std::fprintf(stderr, "rawpipe: mlx5-model: %s\n", st.message().c_str());
+    }
   }
 
   void extended_stats(std::map<std::string, std::uint64_t>& out) const override {
@@ -189,7 +196,8 @@ class ModelBackend final : public Backend {
   bool wire_running_ = false;
   std::vector<RxQueue*> rxqs_;
   std::vector<std::uint16_t> rq_ids_;
-  std::uint64_t dma_into_freed_ = 0;  // control path: quiesce() writes, stats read after stop
+  std::uint64_t dma_into_freed_ = 0;
+  std::vector<std::vector<std::uint8_t>> wire_;  // wire_pcap: every frame sent, over restarts  // control path: quiesce() writes, stats read after stop
   Status load_pcap() {
 #ifdef RAWPIPE_MLX5_MODEL_PCAP
     char err[PCAP_ERRBUF_SIZE] = {};

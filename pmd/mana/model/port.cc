@@ -14,6 +14,7 @@
 // model_rx_errors_injected; the driver counts what it saw in rx_errors / rx_truncated.
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <memory>
 
 #include "pipeline/buf/pool.hh"
@@ -23,6 +24,7 @@
 #include "pmd/mana/model/source.hh"
 #include "pmd/mana/port.hh"
 #include "pmd/mana/setup.hh"
+#include "pmd/rdma/wire_pcap.hh"
 
 namespace rawpipe {
 namespace mana {
@@ -34,6 +36,7 @@ struct ModelSpec : ManaCommonSpec {
   std::uint64_t error_every = 0;  // 0: no injected errors
   std::uint64_t error_run = 1;
   std::uint32_t wire_burst = 0;  // 0: paced by the posted WQEs
+  std::string wire_pcap;  // frames sent, written here when the port stops (rdma/wire_pcap.hh)
 };
 
 struct ModelRxQueue {
@@ -107,6 +110,13 @@ class ManaModelPort final : public ManaPortBase {
   void stop() override {
     stopped_ = true;
     release_buffers();
+    if (!spec_.wire_pcap.empty()) {
+      std::vector<std::vector<std::uint8_t>> wire;
+      for (std::uint16_t i = 0; i < env_.tx_queues; ++i)
+        for (const auto& f : model_->sent(queue_ids_[i])) wire.push_back(f);
+      if (Status st = rdma::write_wire_pcap(spec_.wire_pcap, wire); !st)
+        std::fprintf(stderr, "rawpipe: mana-model: %s\n", st.message().c_str());
+    }
   }
   RxQueueHandle rx_queue(std::uint16_t q) override { return {&model_rx_burst, rx_owned_.at(q).get()}; }
   TxQueueHandle tx_queue(std::uint16_t q) override { return {&tx_burst<rdma::ModelDoorbell>, txq_.at(q)}; }
@@ -157,6 +167,7 @@ Status ManaModelPort::open() {
   o.coalesce = spec_.coalesce;
   o.rss_key = spec_.rss_key;
   o.rss_l4 = spec_.rss == RssFields::kL4;
+  o.capture_tx = !spec_.wire_pcap.empty();
   model_ = std::make_unique<ManaModel>(o);
   const std::uint32_t lkey = model_->register_mr(env_.pool->region(), env_.pool->region_bytes());
   const std::uint32_t rx_ring = static_cast<std::uint32_t>(std::bit_ceil(env_.rx_ring_size));
@@ -239,6 +250,7 @@ Result<std::unique_ptr<PortSpec>> parse_mana_model(ConfigSection& section) {
   spec.source.frame_size = static_cast<std::uint32_t>(section.integer("frame_size", 60, 9000, 64));
   spec.source.flows = static_cast<std::uint32_t>(section.integer("flows", 1, 65536, 256));
   spec.coalesce = static_cast<unsigned>(section.integer("coalesce", 1, 4, 4));
+  spec.wire_pcap = section.string("wire_pcap", "");
   spec.error_every = static_cast<std::uint64_t>(section.integer("inject_rx_error_every", 0, std::int64_t(1) << 40, 0));
   spec.error_run = static_cast<std::uint64_t>(section.integer("inject_rx_error_run", 1, 1 << 20, 1));
   spec.wire_burst = static_cast<std::uint32_t>(section.integer("wire_burst", 0, kMaxBurst, 0));

@@ -79,6 +79,7 @@ const Row kRows[] = {
     {Sec::kPort, "", "tx_ring_size", "1.5", "0"},
     {Sec::kPort, "", "addresses", "1", "[\"10.0.0.300\"]"},
     {Sec::kPort, "", "mac", "1", "\"02:00\"", "addresses = [\"10.0.0.1\"]"},
+    {Sec::kPort, "", "next_hop_mac", "1", "\"01:00:5e:00:00:01\""},
     // synth
     {Sec::kPort, "synth", "rate_pps", "\"fast\"", "-1"},
     {Sec::kPort, "synth", "packets", "\"10\"", "-1"},
@@ -142,6 +143,7 @@ const Row kRows[] = {
     {Sec::kPort, "mlx5", "tx_inline", "18", "\"64\""},
     {Sec::kPort, "mlx5", "steering", "1", "\"some\""},
     {Sec::kPort, "mlx5-model", "inject_pcap", "1", nullptr},
+    {Sec::kPort, "mlx5-model", "wire_pcap", "1", nullptr},
     {Sec::kPort, "mlx5-model", "inject_count", "\"1\"", "-1"},
     {Sec::kPort, "mlx5-model", "inject_size", "\"64\"", "59"},
     {Sec::kPort, "mlx5-model", "inject_dst", "1", nullptr},
@@ -159,6 +161,7 @@ const Row kRows[] = {
     {Sec::kPort, "mana-model", "frame_size", "\"64\"", "9001"},
     {Sec::kPort, "mana-model", "flows", "\"1\"", "0"},
     {Sec::kPort, "mana-model", "coalesce", "\"4\"", "5"},
+    {Sec::kPort, "mana-model", "wire_pcap", "1", nullptr},
     {Sec::kPort, "mana-model", "inject_rx_error_every", "\"1\"", "-1"},
     {Sec::kPort, "mana-model", "inject_rx_error_run", "\"1\"", "0"},
     // [metrics]
