@@ -195,16 +195,18 @@ struct rawpipe_stats {
   uint32_t reserved;
   /* minor 1: the application's sends over all ports (send_burst, sendto). Not part of rx:
    * rx == delivered + transmitted + dropped holds without them. Once the lcores have drained
-   * the hand-off rings, every frame handed over is in sent or send_failed, or is a dummy counted
-   * without posting (dummy_sends - dummies_posted). */
+   * the hand-off rings, every frame the library took is in sent or send_failed, or is a dummy
+   * counted without posting (dummy_sends - dummies_posted); send_refused counts what it did not
+   * take (left with the caller of send_burst, or a sendto that returned ENOBUFS). */
   uint64_t sent;               /* frames the transmit queues took (posted dummies included) */
   uint64_t sent_bytes;
-  uint64_t send_failed;        /* hand-off ring full, tx queue did not take them, or stopped first */
+  uint64_t send_failed;        /* taken, but the tx queue did not take them, or the pipeline stopped first */
   uint64_t dummy_sends;        /* RAWPIPE_SEND_DUMMY frames */
   uint64_t dummies_posted;     /* of those, handed to a port that posts them as no-ops (mlx5 NOP WQE) */
   uint64_t neigh_solicits;     /* ARP requests / neighbour solicitations sendto sent */
   uint64_t unresolved;         /* sendto calls refused with EAGAIN */
   uint64_t neigh_learned;      /* mappings the ports' neighbour caches learnt */
+  uint64_t send_refused;       /* not taken: the hand-off ring was full (the lcore did not keep up) */
 };
 
 /* ---- Sending (RAWPIPE_CAP_SEND, minor 1) ---- */
@@ -389,10 +391,10 @@ typedef struct rawpipe_api {
    * or received / held buffers sent back out (forward, reflect). Each handle is checked as
    * free_buff checks it, data/len must lie inside its buffer's data area, and a buffer listed
    * twice needs as many references (ref_buff); any bad entry refuses the whole call (-1 with
-   * EINVAL, nothing sent, the caller still owns every buffer). Otherwise ownership of all n
-   * passes to the library, also of those that then fail: the return value is how many went to
-   * the transmit path; the others were freed and counted in send_failed (the hand-off ring was
-   * full). Never free a buffer after sending it. flags: RAWPIPE_SEND_CSUM, RAWPIPE_SEND_DUMMY. */
+   * EINVAL, nothing sent, the caller still owns every buffer). Otherwise, like rte_eth_tx_burst,
+   * it returns k: bufs[0..k) now belong to the library (never free them), bufs[k..n) did not fit
+   * in the port's hand-off ring (its lcore is behind; counted in send_refused) and are still the
+   * caller's, to send again or free. flags: RAWPIPE_SEND_CSUM, RAWPIPE_SEND_DUMMY. */
   int (*send_burst)(rawpipe_pipeline *p, uint16_t port, const struct rawpipe_tx_buf *bufs, unsigned n,
                     uint32_t flags);
   /* A copying send of one UDP datagram to dst (family 4 or 6, port in host order): rawpipe

@@ -611,12 +611,13 @@ int api_get_stats(rawpipe_pipeline* h, rawpipe_stats* out) {
     const SendStats ss = p.send_port(port)->stats();
     r.sent += ss.sent;
     r.sent_bytes += ss.sent_bytes;
-    r.send_failed += ss.tx_failed + ss.ring_full;
+    r.send_failed += ss.tx_failed;
     r.dummy_sends += ss.dummies;
     r.dummies_posted += ss.dummies_posted;
     r.neigh_solicits += ss.solicitations;
     r.unresolved += ss.unresolved;
     r.neigh_learned += ss.neigh_learned;
+    r.send_refused += ss.ring_full;
   }
   std::memcpy(out, &r, std::min<std::size_t>(size, sizeof r));
   return 0;

@@ -10,10 +10,7 @@ unsigned SendPort::submit(Mbuf* const* pkts, unsigned n) noexcept {
   // look at the ring, which it may see a pass late.
   if (!used.load(std::memory_order_relaxed)) used.store(true, std::memory_order_relaxed);
   const unsigned k = ring->enqueue_burst(pkts, n);
-  if (k < n) {
-    ring_full.add(n - k);
-    mbuf_free_bulk(pkts + k, n - k);
-  }
+  if (k < n) ring_full.add(n - k);
   return k;
 }
 

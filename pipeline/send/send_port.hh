@@ -19,7 +19,8 @@
 // Accounting: application frames are not rx; they have their own counters. Every buffer handed
 // to submit() ends in exactly one of: sent (taken by the tx queue), tx_failed (the queue did not
 // take it, or the pipeline stopped before the lcore got to it) or ring_full (the hand-off ring
-// had no room); dummy sends on a port that cannot post one are counted and freed at once.
+// had no room: the buffer stays the caller's, as what rte_eth_tx_burst does not take stays the
+// application's); dummy sends on a port that cannot post one are counted and freed at once.
 #pragma once
 
 #include <array>
@@ -84,8 +85,8 @@ struct SendPort {
   // ---- the draining lcore ----
   alignas(kFalseSharingRange) Counter sent, sent_bytes, tx_failed;
 
-  // Sending thread: hands pkts[0..n) to the lcore. Every buffer is taken: the ring's share is
-  // returned, the rest is freed and counted as ring_full.
+  // Sending thread: hands pkts[0..n) to the lcore. Returns k: pkts[0..k) are the lcore's now,
+  // pkts[k..n) did not fit in the ring (counted as ring_full) and stay the caller's.
   unsigned submit(Mbuf* const* pkts, unsigned n) noexcept;
   // Lcore, once per loop pass: moves what the ring holds to the tx queue.
   RAWPIPE_ALWAYS_INLINE void drain() noexcept {

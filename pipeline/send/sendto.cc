@@ -40,7 +40,10 @@ void solicit(SendPort& sp, L3Type family, const std::uint8_t* src_ip, const std:
   }
   m->data_len = static_cast<std::uint32_t>(len);
   m->tx_flags = 0;
-  if (sp.submit(&m, 1) == 0) return;
+  if (sp.submit(&m, 1) == 0) {
+    mbuf_free(m);
+    return;
+  }
   std::memcpy(p.ip, dst_ip, n);
   p.at_ns = now_ns;
   sp.solicitations.add(1);
@@ -123,6 +126,7 @@ long sendto(SendPort& sp, const Address& dst, const Address& src, const void* bu
     }
   }
   if (sp.submit(&m, 1) == 0) {
+    mbuf_free(m);
     *why = fmt::format("sendto: the send ring of port {} is full (its lcore does not keep up); try again", sp.port);
     return -ENOBUFS;
   }

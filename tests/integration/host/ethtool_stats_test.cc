@@ -40,7 +40,9 @@ TEST(EthtoolStats, MatchesEthtoolDashS) {
   EXPECT_EQ(ours->size(), reference.size());
   for (const auto& [name, value] : reference) {
     ASSERT_TRUE(ours->count(name)) << name << " missing";
-    if (name == "peer_ifindex") EXPECT_EQ(ours->at(name), value);
+    if (name == "peer_ifindex") {
+      EXPECT_EQ(ours->at(name), value);
+    }
   }
 
   Result<std::map<std::string, std::uint64_t>> missing = Status::error("not run");
