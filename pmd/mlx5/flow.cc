@@ -160,13 +160,16 @@ RssType rss_type_of(const FlowAttrBytes& attr) {
   bool v6 = false;
   int l4 = 0;  // 17, 6 or 0
   for (unsigned i = 0; i < a->num_of_specs && off + 8 <= attr.size(); ++i) {
-    const auto* spec = reinterpret_cast<const ibv_flow_spec*>(attr.data() + off);
-    const std::uint32_t type = spec->hdr.type & ~IBV_FLOW_SPEC_INNER;
+    // Specs are packed back to back at 4-byte offsets, but ibv_flow_spec is an 8-byte aligned
+    // union: only its header is copied out.
+    decltype(ibv_flow_spec::hdr) hdr;
+    std::memcpy(&hdr, attr.data() + off, sizeof hdr);
+    const std::uint32_t type = hdr.type & ~IBV_FLOW_SPEC_INNER;
     if (type == IBV_FLOW_SPEC_IPV6) v6 = true;
     if (type == IBV_FLOW_SPEC_UDP) l4 = 17;
     if (type == IBV_FLOW_SPEC_TCP) l4 = 6;
-    if (spec->hdr.size == 0) break;
-    off += spec->hdr.size;
+    if (hdr.size == 0) break;
+    off += hdr.size;
   }
   if (l4 == 17) return v6 ? RssType::kIpv6Udp : RssType::kIpv4Udp;
   if (l4 == 6) return v6 ? RssType::kIpv6Tcp : RssType::kIpv4Tcp;

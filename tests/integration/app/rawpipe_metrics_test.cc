@@ -5,6 +5,7 @@
 // Needs no privileges.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -97,9 +98,19 @@ prefix = "this prefix never occurs"
 rx = ["gen:0"]
 )";
   const fs::path summary = tmp / "summary.json";
-  const pid_t pid = start_process({bin.string(), "run", config.string(), "--duration", "3", "--json", summary.string()},
-                                  tmp / "out", tmp / "err");
+  // No duration: the scrapes below take as long as they take (seconds under the sanitizers on a
+  // loaded machine), and the run is stopped with SIGINT once they are done.
+  const pid_t pid = start_process({bin.string(), "run", config.string(), "--json", summary.string()}, tmp / "out",
+                                  tmp / "err");
   ASSERT_GT(pid, 0);
+  // A failed assertion returns early: the run still gets its SIGINT (and the test's wait).
+  struct StopRun {
+    pid_t pid;
+    bool waited = false;
+    ~StopRun() {
+      if (!waited && ::kill(pid, SIGINT) == 0) wait_process(pid);
+    }
+  } run{pid};
 
   // The bound port is printed at start.
   std::uint16_t port = 0;
@@ -144,11 +155,14 @@ rx = ["gen:0"]
   EXPECT_GE(doc["latency"]["stages"]["burst"]["p99_ns"].get<std::uint64_t>(),
             doc["latency"]["stages"]["burst"]["p50_ns"].get<std::uint64_t>());
   ASSERT_EQ(wait_process(start_process({bin.string(), "stat", name, "--once"}, tmp / "stat.txt", tmp / "stat.err"),
-                         {.timeout = std::chrono::seconds(20)}), 0);
+                         {.timeout = std::chrono::seconds(20)}), 0)
+      << slurp(tmp / "stat.err");
   const std::string view = slurp(tmp / "stat.txt");
   EXPECT_NE(view.find("latency per packet (one poll in 8 timed)"), std::string::npos) << view;
   EXPECT_NE(view.find("prefix_drop"), std::string::npos) << view;
 
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  run.waited = true;
   ASSERT_EQ(wait_process(pid), 0) << slurp(tmp / "out") << slurp(tmp / "err");
   const auto fin = nlohmann::json::parse(slurp(summary), nullptr, false);
   ASSERT_FALSE(fin.is_discarded());
