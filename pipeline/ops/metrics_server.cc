@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "pipeline/config/metrics_section.hh"
+#include "pipeline/ops/listen_socket.hh"
 #include "pipeline/ops/prometheus.hh"
 #include "pipeline/ops/publisher.hh"
 
@@ -63,20 +64,11 @@ Status MetricsServer::start(const Pipeline& pipeline, std::string name, const st
   if (thread_.joinable()) return Status::error("the metrics server is already running");
   auto where = parse_listen_address(listen);
   if (!where) return Status::errorf("[metrics] listen: {}", where.message());
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::errorf("metrics endpoint: cannot create a TCP socket: {}", std::strerror(errno));
-  const int one = 1;
-  (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  const int fd = ops::open_listen_socket(*where, 8);
+  if (fd < 0)
+    return Status::errorf("metrics endpoint: cannot listen on {}: {}{}", listen, std::strerror(-fd),
+                          fd == -EADDRINUSE ? " (another process uses the port; change [metrics] listen)" : "");
   sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = where->addr_be;
-  sa.sin_port = htons(where->port);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, 8) != 0) {
-    const int e = errno;
-    ::close(fd);
-    return Status::errorf("metrics endpoint: cannot listen on {}: {}{}", listen, std::strerror(e),
-                          e == EADDRINUSE ? " (another process uses the port; change [metrics] listen)" : "");
-  }
   socklen_t len = sizeof sa;
   (void)getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
   char host[INET_ADDRSTRLEN] = "";

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "pipeline/config/metrics_section.hh"
+#include "pipeline/ops/listen_socket.hh"
 #include "services/doctor/host_text.hh"
 
 namespace rawpipe::doctor {
@@ -64,24 +65,14 @@ ListenFacts probe_listen(const std::string& listen, const std::string& proc_root
     f.bind_error = where.message();
     return f;
   }
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // The server's own way of listening: what fails here fails there.
+  const int fd = ops::open_listen_socket(*where, 1);
   if (fd < 0) {
-    f.bind_error = fmt::format("cannot create a TCP socket: {}", std::strerror(errno));
-    return f;
+    f.bind_error = std::strerror(-fd);
+    f.in_use = fd == -EADDRINUSE;
+  } else {
+    ::close(fd);
   }
-  // As pipeline/ops/metrics_server.cc: SO_REUSEADDR, so only a live listener (not TIME_WAIT) conflicts.
-  const int one = 1;
-  (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = where->addr_be;
-  sa.sin_port = htons(where->port);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, 1) != 0) {
-    const int e = errno;
-    f.bind_error = std::strerror(e);
-    f.in_use = e == EADDRINUSE;
-  }
-  ::close(fd);
   if (!f.in_use) return f;
   for (const char* table : {"net/tcp", "net/tcp6"})
     for (const TcpSocketEntry& s : parse_proc_net_tcp(slurp(fs::path(proc_root) / table)))
