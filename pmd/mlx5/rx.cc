@@ -312,9 +312,23 @@ std::uint16_t rx_burst_striding(void* queue, Mbuf** pkts, std::uint16_t n) noexc
     const int op = owned(cqe, ci, q.cq_log);
     if (op < 0) break;
     if (RAWPIPE_UNLIKELY(is_error_opcode(op))) {
-      count_error(q, cqe);
+      // The same syndrome rules as the cyclic RQ (critical_syndrome): DPDK's mlx5_rx_err_handle is
+      // shared by mlx5_rx_burst and mlx5_rx_burst_mprq (drivers/net/mlx5/mlx5_rx.c). Only a
+      // critical one stops the queue for a reset; any other spoils the WQE it names: its CQE is
+      // skipped and the WQE retired with whatever strides it had left (the device moves on to the
+      // next WQE), then reposted unchanged like any fully consumed one.
+      if (critical_syndrome(cqe)) {
+        count_error(q, cqe);
+        ++ci;
+        break;
+      }
+      count_skipped_error(q, cqe);
+      if (RAWPIPE_UNLIKELY((be16(reinterpret_cast<const ErrCqe*>(cqe)->wqe_counter) ^ rq_ci) & rq_mask))
+        count_add(q.wqe_id_mismatch);
+      q.strides_consumed = 0;
       ++ci;
-      break;
+      ++rq_ci;
+      continue;
     }
     const std::uint32_t bc = be32(cqe->byte_cnt);
     if (RAWPIPE_UNLIKELY((be16(cqe->wqe_id) ^ rq_ci) & rq_mask)) count_add(q.wqe_id_mismatch);
