@@ -366,6 +366,34 @@ TEST(ManaDatapath, TxRingWrapsWithSmallQueues) {
   EXPECT_EQ(h.pool->available(), h.pool->count());
 }
 
+// The transmit side of DPDK's overflow rule (gdma_poll_completion_queue stops, nothing latched):
+// a reap that meets an overflowed CQ stops there and sending goes on as far as the SQ has room;
+// WQEs whose completions were lost keep their buffers until stop.
+TEST(ManaDatapath, TxCqOverflowStopsTheReapNotTheQueue) {
+  HarnessConfig c;
+  c.tx_wqes = 16;
+  c.tx_cq = 4;  // deliberately smaller than the SQ
+  c.check_cq = false;
+  Harness h(c);
+  h.model.hold_tx(h.sq_id, 0);  // the NIC takes nothing for now
+  for (std::uint32_t i = 0; i < 9; ++i) {
+    auto v = tx_packets(h, 1);
+    ASSERT_EQ(h.tx_burst(v.data(), 1), 1);
+  }
+  h.model.release_tx(h.sq_id);  // 9 completions into 4 slots: slot 0 holds pass 2's entry
+  const std::uint32_t free_before = h.pool->available();
+  auto v = tx_packets(h, 1);
+  EXPECT_EQ(h.tx_burst(v.data(), 1), 1) << "the queue still sends after an overflow";
+  EXPECT_EQ(h.tx.counters.cq_overflow.load(), 1u);
+  EXPECT_EQ(h.model.stats(h.sq_id).tx_frames, 10u);
+  EXPECT_EQ(h.pool->available(), free_before - 1) << "no buffer of a WQE whose completion was lost is freed";
+  tx_reap(h.tx);
+  EXPECT_EQ(h.tx.counters.cq_overflow.load(), 2u) << "every reap looks again";
+  EXPECT_TRUE(h.model.violations(h.sq_id).empty());
+  h.release();
+  EXPECT_EQ(h.pool->available(), h.pool->count());
+}
+
 TEST(ManaDatapath, TxChecksumOffloadPrefillsThePseudoHeader) {
   HarnessConfig c;
   c.model.capture_tx = true;
