@@ -1,7 +1,7 @@
 // The two DevX firmware commands the mlx5 control path issues through mlx5dv_devx_general_cmd to
 // learn the minimum TX inline header the device requires, and the choice made from their answers.
 //
-// The reference is DPDK (DPDK/dpdk at 44b5d879f65364ea45870917f5a95538de50eb0a):
+// The reference is DPDK (DPDK/dpdk at 38f72e500b3b159eca3ba2f4ca0e46a26a7cb057):
 //   drivers/common/mlx5/mlx5_devx_cmds.c  mlx5_devx_cmd_query_hca_attr: QUERY_HCA_CAP with
 //       op_mod ETHERNET_OFFLOAD_CAPS (current) -> per_protocol_networking_offload_caps
 //       .wqe_inline_mode; when that is VPORT_CONTEXT, QUERY_NIC_VPORT_CONTEXT ->
@@ -13,7 +13,8 @@
 // include/linux/mlx5/mlx5_ifc.h): big-endian words, fields numbered from the most significant bit.
 // The kernel (drivers/infiniband/hw/mlx5/devx.c devx_get_uid) lets QUERY_HCA_CAP through on any
 // context but QUERY_NIC_VPORT_CONTEXT only on a DevX one, which is why the device is opened with
-// mlx5dv_open_device(MLX5DV_CONTEXT_FLAGS_DEVX) first, as DPDK's mlx5_os_open_device does.
+// mlx5dv_open_device(MLX5DV_CONTEXT_FLAGS_DEVX) first, as DPDK's mlx5_open_device
+// (drivers/common/mlx5/linux/mlx5_common_os.c) does.
 #pragma once
 
 #include <cstddef>

@@ -72,7 +72,7 @@ class VerbsBackend final : public Backend {
     const std::string dev_name = v_->get_device_name(pre_.device);
     if (!dv_->is_supported(pre_.device))
       return Status::errorf("pmd mlx5 on {}: RDMA device {} is not handled by the mlx5 provider", interface, dev_name);
-    // A DevX context first, as DPDK's mlx5_os_open_device (drivers/common/mlx5/linux/mlx5_common_os.c)
+    // A DevX context first, as DPDK's mlx5_open_device (drivers/common/mlx5/linux/mlx5_common_os.c)
     // does: only on one does the firmware answer QUERY_NIC_VPORT_CONTEXT (the inline mode). A
     // kernel or device without DevX (or without CAP_NET_RAW for its user context) refuses it; the
     // plain verbs context then serves everything else.

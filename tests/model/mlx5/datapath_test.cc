@@ -260,9 +260,10 @@ TEST(Mlx5Rx, OversizedFrameSkipsItsCqeAndTheQueueGoesOn) {
 }
 
 // The striding (multi-packet) RQ follows the same syndrome rules: DPDK's mlx5_rx_burst_mprq goes
-// through the mlx5_rx_err_handle the cyclic burst uses. A frame longer than a whole WQE's strides
-// is LOCAL_LENGTH: its CQE is skipped, the WQE it spoiled (here one already holding a frame) is
-// retired and reposted, and the queue goes on without a reset.
+// through the mlx5_rx_err_handle the cyclic burst uses (DPDK 38f72e50). A frame longer than a whole
+// WQE's strides is LOCAL_LENGTH: its CQE is skipped, the strides its byte_cnt reports (here the
+// rest of a WQE already holding a frame) are consumed as mlx5_rx_burst_mprq's skip_cnt is, the
+// WQE is retired and reposted, and the queue goes on without a reset.
 TEST(Mlx5Rx, StridingRqSkipsANonCriticalErrorAndRetiresItsWqe) {
   Harness h(256);
   // 64-byte strides, 8 per WQE: 512 bytes a WQE.
