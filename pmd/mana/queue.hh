@@ -50,7 +50,7 @@ enum class CqPoll : std::uint8_t { kEmpty, kReady, kOverflow };
 
 // Looks at the entry at cq.head without consuming it. kOverflow: the NIC wrote this slot more than
 // once since we last read it (owner bits neither the previous pass nor the current one), so
-// completions were lost; the queue cannot be trusted after that.
+// completions were lost. The caller stops its burst there, as DPDK and the kernel do.
 RAWPIPE_ALWAYS_INLINE CqPoll cq_peek(const CompletionQueue& cq, const Cqe*& out) noexcept {
   const Cqe* e = &cq.buf[cq.head & (cq.count - 1)];
   // A-CQE: acquire pairs with the device's owner-last store (model: R-CQE in model/device.cc;

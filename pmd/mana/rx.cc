@@ -86,7 +86,6 @@ void rx_refill(RxQueue& q) noexcept {
 template <class Db>
 std::uint16_t rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
   RxQueue& q = *static_cast<RxQueue*>(queue);
-  if (q.broken) [[unlikely]] return 0;
 
   std::uint16_t got = 0;
   std::uint64_t bytes = 0, cqes = 0, coalesced = 0, truncated = 0, fences = 0, bad = 0;
@@ -99,7 +98,11 @@ std::uint16_t rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
     const CqPoll st = cq_peek(q.cq, e);
     if (st == CqPoll::kEmpty) break;
     if (st == CqPoll::kOverflow) [[unlikely]] {
-      q.broken = true;
+      // The burst ends here with what it has; the next one polls the same entry again. That is
+      // what DPDK's gdma_poll_completion_queue does (drivers/net/mana/gdma.c: log "CQ overflowed"
+      // and break, nothing latched) and, within one poll, the kernel's mana_gd_poll_cq
+      // (drivers/net/ethernet/microsoft/mana/gdma_main.c: mana_gd_read_cqe returns -1). Neither
+      // gives the queue up for good, so neither does rawpipe: a stop/start resynchronises it.
       bump(q.counters.cq_overflow, 1);
       break;
     }

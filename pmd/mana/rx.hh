@@ -27,7 +27,7 @@ struct RxCounters {
   std::atomic<std::uint64_t> truncated{0};       // CQE_RX_TRUNCATED: frame longer than the buffer
   std::atomic<std::uint64_t> fences{0};          // CQE_RX_OBJECT_FENCE
   std::atomic<std::uint64_t> bad_cqes{0};        // unknown CQE types (one WQE retired each)
-  std::atomic<std::uint64_t> cq_overflow{0};     // the queue stopped: completions were lost
+  std::atomic<std::uint64_t> cq_overflow{0};     // bursts stopped by an overflowed CQE (completions lost)
   std::atomic<std::uint64_t> refill_failed{0};   // bursts whose refill found the pool empty
   std::atomic<std::uint64_t> vlan_reinserted{0};
   std::atomic<std::uint64_t> vlan_no_headroom{0};// stripped tag could not be put back
@@ -44,7 +44,6 @@ struct RxQueue {
   std::uint16_t queue_id = 0;
   std::uint32_t target_posted = 0; // WQEs kept posted: rq.count
   std::uint8_t ppi_next = 0;       // packets of the CQE at cq.head already handed out
-  bool broken = false;             // after a CQ overflow the queue delivers nothing
   std::vector<Mbuf*> bufs;         // posted buffers by WQE index (power-of-two size)
   std::uint32_t bufs_mask = 0;
   RxCounters counters;

@@ -36,7 +36,6 @@ Status setup_rx_queue(RxQueue& q, const QueueSetup& s) {
   q.queue_id = s.queue_id;
   q.target_posted = s.wq.count;
   q.ppi_next = 0;
-  q.broken = false;
   const std::uint32_t slots = static_cast<std::uint32_t>(std::bit_ceil(q.rq.capacity_bu()));
   q.bufs.assign(slots, nullptr);
   q.bufs_mask = slots - 1;
@@ -56,7 +55,6 @@ Status setup_tx_queue(TxQueue& q, const QueueSetup& s) {
   q.mr_end = s.mr_end;
   q.vsq_frame = vsq_frame_of(s.wq.id);
   q.vp_offset = s.vp_offset;
-  q.broken = false;
   const std::uint32_t slots = static_cast<std::uint32_t>(std::bit_ceil(q.sq.capacity_bu()));
   q.bufs.assign(slots, nullptr);
   q.suppressed.assign(slots, 0);

@@ -71,7 +71,6 @@ bool pseudo_header_sum(const Mbuf& m, std::uint16_t& out) noexcept {
 }
 
 unsigned tx_reap(TxQueue& q) noexcept {
-  if (q.broken) [[unlikely]] return 0;
   FreeBatch done;
   unsigned retired = 0;
   std::uint64_t ok = 0, ok_bytes = 0, errors = 0, cqes = 0;
@@ -80,9 +79,10 @@ unsigned tx_reap(TxQueue& q) noexcept {
     const CqPoll st = cq_peek(q.cq, e);
     if (st == CqPoll::kEmpty) break;
     if (st == CqPoll::kOverflow) [[unlikely]] {
-      // Cannot happen with a CQ at least as large as the SQ; if it does, completions were lost
-      // and the outstanding buffers can only be released by stop().
-      q.broken = true;
+      // Cannot happen with a CQ at least as large as the SQ. If it does, the reap stops at the
+      // entry, as DPDK's gdma_poll_completion_queue stops (drivers/net/mana/gdma.c), and the next
+      // reap looks again; WQEs not reaped keep their buffers (the NIC may still own them) and
+      // their SQ space, so sending goes on only as far as the SQ has room. stop() frees them.
       bump(q.counters.cq_overflow, 1);
       break;
     }
@@ -148,7 +148,6 @@ template <class Db>
 std::uint16_t tx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
   TxQueue& q = *static_cast<TxQueue*>(queue);
   tx_reap(q);
-  if (q.broken) [[unlikely]] return 0;
 
   std::uint32_t room = q.sq.count - q.outstanding();
   const std::uint32_t bu_room = q.sq.capacity_bu() - (q.sq.head - q.sq.tail);

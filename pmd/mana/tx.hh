@@ -40,7 +40,6 @@ struct TxQueue {
   const std::uint8_t* mr_end = nullptr;
   std::uint32_t vsq_frame = 0;
   std::uint32_t vp_offset = 0;
-  bool broken = false;
   // Outstanding WQEs in posting order: free-running indices, power-of-two ring.
   std::vector<Mbuf*> bufs;
   std::vector<std::uint8_t> suppressed;

@@ -96,7 +96,9 @@ static_assert(offsetof(Cqe64, op_own) == 63);
 struct ErrCqe {
   std::uint8_t rsvd0[32];
   std::uint32_t srqn;               // 32
-  std::uint8_t rsvd1[18];
+  std::uint8_t rsvd1[8];
+  std::uint32_t byte_cnt;           // 44 striding RQ: the strides the failed packet consumed (bits 16..29)
+  std::uint8_t rsvd2[6];
   std::uint8_t vendor_err_synd;     // 54
   std::uint8_t syndrome;            // 55
   std::uint32_t s_wqe_opcode_qpn;   // 56
@@ -106,6 +108,7 @@ struct ErrCqe {
 };
 static_assert(sizeof(ErrCqe) == kCqeSize);
 static_assert(offsetof(ErrCqe, syndrome) == 55);
+static_assert(offsetof(ErrCqe, byte_cnt) == 44);  // DPDK mlx5_prm.h struct mlx5_error_cqe
 
 // Compressed sessions (HASH response format): 8 mini-CQEs per 64-byte slot.
 struct MiniCqe8 {

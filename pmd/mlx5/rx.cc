@@ -312,9 +312,24 @@ std::uint16_t rx_burst_striding(void* queue, Mbuf** pkts, std::uint16_t n) noexc
     const int op = owned(cqe, ci, q.cq_log);
     if (op < 0) break;
     if (RAWPIPE_UNLIKELY(is_error_opcode(op))) {
-      count_error(q, cqe);
+      // The same syndrome rules as the cyclic RQ (critical_syndrome): DPDK's mlx5_rx_err_handle is
+      // shared by mlx5_rx_burst and mlx5_rx_burst_mprq (drivers/net/mlx5/mlx5_rx.c, DPDK 38f72e50).
+      // Only a critical one stops the queue for a reset. Any other is skipped the way
+      // mlx5_rx_burst_mprq skips it: the strides the error CQE's byte_cnt reports are consumed
+      // (mlx5_rx_poll_len's skip_cnt), and every WQE they complete is retired and reposted.
+      if (critical_syndrome(cqe)) {
+        count_error(q, cqe);
+        ++ci;
+        break;
+      }
+      count_skipped_error(q, cqe);
+      q.strides_consumed += (be32(reinterpret_cast<const ErrCqe*>(cqe)->byte_cnt) >> kMprqStrideShift) & kMprqStrideMask;
       ++ci;
-      break;
+      while (q.strides_consumed >= q.strides_per_wqe) {
+        q.strides_consumed -= q.strides_per_wqe;
+        ++rq_ci;
+      }
+      continue;
     }
     const std::uint32_t bc = be32(cqe->byte_cnt);
     if (RAWPIPE_UNLIKELY((be16(cqe->wqe_id) ^ rq_ci) & rq_mask)) count_add(q.wqe_id_mismatch);

@@ -1,9 +1,10 @@
 // The mlx5 control path on a NIC: rdma-core's sequence, every call through the run-time loaded
 // tables (pmd/rdma/loader.hh).
 //
-//   open:    preflight (driver, libraries, kernel RDMA, device, CAP_NET_RAW), ibv_open_device,
-//            mlx5dv_is_supported, ibv_query_device_ex + mlx5dv_query_device (caps checked against
-//            the config), ibv_alloc_pd.
+//   open:    preflight (driver, libraries, kernel RDMA, device, CAP_NET_RAW), mlx5dv_is_supported,
+//            mlx5dv_open_device(DEVX) else ibv_open_device, ibv_query_device_ex + mlx5dv_query_device
+//            (caps checked against the config), ibv_alloc_pd, the minimum inline mode through
+//            mlx5dv_devx_general_cmd (devx.hh).
 //   memory:  one ibv_reg_mr(IBV_ACCESS_LOCAL_WRITE) per region (the pool, striding buffers).
 //   receive: per queue a CQ from mlx5dv_create_cq (compressed CQEs in HASH format when
 //            configured). One cyclic queue: a raw-packet QP taken RESET->INIT->RTR. Several
@@ -19,9 +20,11 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "pmd/mlx5/backend.hh"
+#include "pmd/mlx5/devx.hh"
 #include "pmd/mlx5/hw.hh"
 #include "pmd/mlx5/verbs_cq.hh"
 #include "pmd/rdma/loader.hh"
@@ -69,7 +72,17 @@ class VerbsBackend final : public Backend {
     const std::string dev_name = v_->get_device_name(pre_.device);
     if (!dv_->is_supported(pre_.device))
       return Status::errorf("pmd mlx5 on {}: RDMA device {} is not handled by the mlx5 provider", interface, dev_name);
-    ctx_ = v_->open_device(pre_.device);
+    // A DevX context first, as DPDK's mlx5_open_device (drivers/common/mlx5/linux/mlx5_common_os.c)
+    // does: only on one does the firmware answer QUERY_NIC_VPORT_CONTEXT (the inline mode). A
+    // kernel or device without DevX (or without CAP_NET_RAW for its user context) refuses it; the
+    // plain verbs context then serves everything else.
+    if (dv_->open_device) {
+      mlx5dv_context_attr ca{};
+      ca.flags = MLX5DV_CONTEXT_FLAGS_DEVX;
+      ctx_ = dv_->open_device(pre_.device, &ca);
+      devx_ = ctx_ != nullptr;
+    }
+    if (!ctx_) ctx_ = v_->open_device(pre_.device);
     if (!ctx_) return errno_status(fmt::format("pmd mlx5 on {}: ibv_open_device({})", interface, dev_name), errno);
     std::memset(&attr_, 0, sizeof(attr_));
     if (int rc = v_->query_device_ex(ctx_, &attr_); rc != 0)
@@ -87,8 +100,10 @@ class VerbsBackend final : public Backend {
                             interface, pre_.netdev.rdma_port, dev_name);
     pd_ = v_->alloc_pd(ctx_);
     if (!pd_) return errno_status(fmt::format("pmd mlx5 on {}: ibv_alloc_pd", interface), errno);
-    name_ = fmt::format("{} ({} port {}, part {}, fw {})", interface, dev_name, pre_.netdev.rdma_port,
-                        attr_.orig_attr.vendor_part_id, attr_.orig_attr.fw_ver);
+    inline_ = query_min_inline();
+    name_ = fmt::format("{} ({} port {}, part {}, fw {}, minimum inline {})", interface, dev_name, pre_.netdev.rdma_port,
+                        attr_.orig_attr.vendor_part_id, attr_.orig_attr.fw_ver,
+                        inline_.error.empty() ? fmt::format("{} B from {}", *inline_.bytes, inline_.source) : "unsupported");
     return Status::ok();
   }
 
@@ -239,6 +254,7 @@ class VerbsBackend final : public Backend {
   }
 
   Status create_tx(TxQueue& q, std::uint16_t index, const TxOptions& o) override {
+    if (o.inline_bytes < 0 && !inline_.error.empty()) return Status::errorf("pmd mlx5 on {}: {}", name_, inline_.error);
     const std::uint32_t cqe = std::max<std::uint32_t>(o.wqe_cnt / o.comp_every * 2, 16);
     // mlx5dv_create_cq rather than ibv_create_cq: only it can pin the CQE size against
     // MLX5_CQE_SIZE in the environment (verbs_cq.hh).
@@ -278,15 +294,33 @@ class VerbsBackend final : public Backend {
 
   std::uint16_t tx_inline_bytes(const TxOptions& o) const override {
     if (o.inline_bytes >= 0) return static_cast<std::uint16_t>(o.inline_bytes);
-    // The PCI-id fallback of DPDK's mlx5_set_min_inline (drivers/net/mlx5/mlx5.c): ConnectX-4 and
-    // -4 Lx (and their VFs) need the L2 header inline; ConnectX-5 and newer in their default inline
-    // mode do not. DPDK first asks the device (HCA wqe_inline_mode, then the NIC vport context's
-    // min_wqe_inline_mode, through DevX); rawpipe does not yet, so a device configured for the IP
-    // or TCP/UDP inline mode needs tx_inline = "l3" / "l4".
-    switch (attr_.orig_attr.vendor_part_id) {
-      case 4115: case 4116: case 4117: case 4118: return kEthL2InlineHeader;
-      default: return 0;
+    return inline_.bytes.value_or(0);
+  }
+
+  // DPDK's order (devx.hh): the HCA's Ethernet-offload capability, the NIC vport context when
+  // the capability defers to it, the PCI id when neither answers.
+  devx::InlineDecision query_min_inline() {
+    std::optional<devx::CapInlineMode> cap;
+    std::optional<std::uint8_t> vport;
+    if (dv_->devx_general_cmd) {
+      std::uint8_t in[devx::kInSize];
+      std::vector<std::uint8_t> out(devx::kHcaCapOutSize);
+      devx::query_eth_offload_caps_in(in);
+      if (dv_->devx_general_cmd(ctx_, in, sizeof(in), out.data(), out.size()) == 0 && devx::out_status(out.data()) == 0)
+        cap = devx::wqe_inline_mode(out.data());
+      if (cap == devx::CapInlineMode::kVportContext && devx_) {
+        out.assign(devx::kNicVportOutSize, 0);
+        devx::query_nic_vport_context_in(in);
+        if (dv_->devx_general_cmd(ctx_, in, sizeof(in), out.data(), out.size()) == 0 && devx::out_status(out.data()) == 0)
+          vport = devx::min_wqe_inline_mode(out.data());
+      }
     }
+    devx::InlineDecision d = devx::decide_min_inline(cap, vport);
+    if (!d.bytes && d.error.empty()) {
+      d.bytes = devx::min_inline_by_pci_id(attr_.orig_attr.vendor_part_id);
+      d.source = fmt::format("PCI id {} (the device did not report its inline mode)", attr_.orig_attr.vendor_part_id);
+    }
+    return d;
   }
 
   Result<std::uint64_t> add_flow(const FlowAttrBytes& attr) override {
@@ -392,6 +426,8 @@ class VerbsBackend final : public Backend {
   ibv_context* ctx_ = nullptr;
   ibv_device_attr_ex attr_{};
   mlx5dv_context dv_attr_{};
+  bool devx_ = false;                   // ctx_ is a DevX context
+  devx::InlineDecision inline_;
   ibv_port_attr port_attr_{};
   ibv_pd* pd_ = nullptr;
   std::vector<ibv_mr*> mrs_;

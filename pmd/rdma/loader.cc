@@ -129,6 +129,8 @@ Status load_mlx5_into(std::string_view soname, Mlx5Table& t) {
       symbol_slot(t.create_wq, "mlx5dv_create_wq"),
       symbol_slot(t.create_qp, "mlx5dv_create_qp"),
       symbol_slot(t.init_obj, "mlx5dv_init_obj"),
+      symbol_slot(t.open_device, "mlx5dv_open_device"),
+      symbol_slot(t.devx_general_cmd, "mlx5dv_devx_general_cmd"),
   };
   void* handle = nullptr;
   return load_library(soname, slots, kMlx5InstallHint, &handle);

@@ -94,6 +94,11 @@ struct Mlx5Table {
   decltype(&::mlx5dv_create_wq) create_wq = nullptr;
   decltype(&::mlx5dv_create_qp) create_qp = nullptr;
   decltype(&::mlx5dv_init_obj) init_obj = nullptr;
+  // DevX: the context the firmware commands need, and the commands (the device's inline mode).
+  // Null in a table that does not offer them: the driver opens with ibv_open_device and falls
+  // back to what the PCI id implies.
+  decltype(&::mlx5dv_open_device) open_device = nullptr;
+  decltype(&::mlx5dv_devx_general_cmd) devx_general_cmd = nullptr;
 };
 
 // Loads (once; later calls return the same table or the same error) libibverbs from `soname`.

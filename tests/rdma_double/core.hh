@@ -160,12 +160,40 @@ inline std::string name_of(Cq* c) { return c ? c->name : "null"; }
 
 // ---- mlx5 queues on the model -----------------------------------------------------------------
 
+// What the modelled ConnectX tells about its inline mode (RAWPIPE_RDMA_DOUBLE_MLX5_INLINE), in
+// mlx5_ifc's encodings: the HCA capability's wqe_inline_mode (MLX5_CAP_INLINE_MODE_L2 0,
+// VPORT_CONTEXT 1, NOT_REQUIRED 2) and, when that is VPORT_CONTEXT, the NIC vport context's
+// min_wqe_inline_mode (MLX5_INLINE_MODE_NONE 0, L2 1, IP 2, TCP_UDP 3, INNER_TCP_UDP 7).
+//   unset        no DevX: mlx5dv_open_device(DEVX) fails and so do the commands; the PCI id decides
+//   none/l2/l3/l4  DevX; capability VPORT_CONTEXT; vport mode NONE / L2 / IP / TCP_UDP
+//   inner-l4     DevX; capability VPORT_CONTEXT; vport mode INNER_TCP_UDP
+//   cap-l2       DevX; capability L2
+//   not-required DevX; capability NOT_REQUIRED
+struct Mlx5InlineReport {
+  bool devx = false;
+  std::uint8_t cap_mode = 0;
+  std::uint8_t vport_mode = 0;
+};
+
+inline Mlx5InlineReport mlx5_inline_report() {
+  const std::string mode = env_or("RAWPIPE_RDMA_DOUBLE_MLX5_INLINE", "");
+  if (mode == "none") return {true, 1, 0};
+  if (mode == "l2") return {true, 1, 1};
+  if (mode == "l3") return {true, 1, 2};
+  if (mode == "l4") return {true, 1, 3};
+  if (mode == "inner-l4") return {true, 1, 7};
+  if (mode == "cap-l2") return {true, 0, 0};
+  if (mode == "not-required") return {true, 2, 0};
+  return {};
+}
+
+// The inline header the modelled device enforces on every send WQE.
 inline std::uint16_t mlx5_min_inline(const Device& d) {
   const std::string mode = env_or("RAWPIPE_RDMA_DOUBLE_MLX5_INLINE", "");
-  if (mode == "none") return 0;
-  if (mode == "l2") return rawpipe::mlx5::kEthL2InlineHeader;
+  if (mode == "none" || mode == "not-required") return 0;
+  if (mode == "l2" || mode == "cap-l2") return rawpipe::mlx5::kEthL2InlineHeader;
   if (mode == "l3") return rawpipe::mlx5::kInlineL3;
-  if (mode == "l4") return rawpipe::mlx5::kInlineL4;
+  if (mode == "l4" || mode == "inner-l4") return rawpipe::mlx5::kInlineL4;
   // What the PCI id implies (ConnectX-4 / -4 Lx and their VFs need the L2 header inline).
   return d.vendor_part_id >= 4115 && d.vendor_part_id <= 4118 ? rawpipe::mlx5::kEthL2InlineHeader : 0;
 }
@@ -234,6 +262,10 @@ WireFrames wire_frames();
 void start_mana_wire(Context* c, std::vector<Qp*> sqs, std::vector<Wq*> rqs);
 // Stops the wire of a context before anything it reads or writes goes away.
 void stop_wire(Context* c);
+
+Device* device_of(ibv_device* device);
+// A new context on `d` (ibverbs.cc), a DevX one from mlx5dv_open_device.
+Context* open_context(Device* d, bool devx);
 
 inline Context* context_of(ibv_context* c) { return find(st().contexts, c); }
 inline bool same_ctx(Context* c, Cq* cq) { return cq && cq->ctx == c; }

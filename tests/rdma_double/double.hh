@@ -23,7 +23,9 @@
 //   RAWPIPE_RDMA_DOUBLE_FRAMES   UDP frames the wire carries once the receive side is steered
 //   RAWPIPE_RDMA_DOUBLE_DST / _SRC / _FLOWS / _SIZE / _MAC   what they look like (10.0.0.2:5000,
 //                                10.0.0.1:1024 with FLOWS source ports, 64 bytes, to 02:00:00:00:00:02)
-//   RAWPIPE_RDMA_DOUBLE_MLX5_INLINE  the minimum inline mode the ConnectX reports (none, l2, l3, l4)
+//   RAWPIPE_RDMA_DOUBLE_MLX5_INLINE  what the ConnectX reports of its minimum inline mode through
+//                                DevX (none, l2, l3, l4, inner-l4, cap-l2, not-required; unset: no
+//                                DevX, the PCI id decides; core.hh mlx5_inline_report)
 //
 // libmlx5 and libmana stand-ins forward to the rpdouble_* entry points exported here, so all three
 // libraries share one state, as the real providers share libibverbs.
@@ -44,6 +46,9 @@ __attribute__((visibility("default"))) ibv_wq* rpdouble_mlx5dv_create_wq(ibv_con
 __attribute__((visibility("default"))) ibv_qp* rpdouble_mlx5dv_create_qp(ibv_context* ctx, ibv_qp_init_attr_ex* attr,
                                                                          mlx5dv_qp_init_attr* dv_attr);
 __attribute__((visibility("default"))) int rpdouble_mlx5dv_init_obj(mlx5dv_obj* obj, uint64_t obj_type);
+__attribute__((visibility("default"))) ibv_context* rpdouble_mlx5dv_open_device(ibv_device* device, mlx5dv_context_attr* attr);
+__attribute__((visibility("default"))) int rpdouble_mlx5dv_devx_general_cmd(ibv_context* ctx, const void* in, size_t inlen,
+                                                                            void* out, size_t outlen);
 // libmana
 __attribute__((visibility("default"))) int rpdouble_manadv_set_context_attr(ibv_context* ctx,
                                                                             manadv_set_ctx_attr_type type, void* attr);

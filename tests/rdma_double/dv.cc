@@ -160,6 +160,85 @@ int rpdouble_mlx5dv_init_obj(mlx5dv_obj* obj, uint64_t type) {
   return 0;
 }
 
+// providers/mlx5/mlx5.c mlx5dv_open_device: a ConnectX only; the DevX flag asks the kernel for a
+// DevX user context, which a device or kernel without DevX refuses.
+ibv_context* rpdouble_mlx5dv_open_device(ibv_device* device, mlx5dv_context_attr* attr) {
+  std::lock_guard lock(st().mu);
+  Device* d = device_of(device);
+  if (!d) return fail_null(ENODEV, "mlx5dv_open_device on a device not from ibv_get_device_list");
+  const std::uint32_t flags = attr ? attr->flags : 0;
+  rec("mlx5dv_open_device {} flags={:#x} comp_mask={:#x}", device->name, flags, attr ? attr->comp_mask : 0);
+  if (d->kind != Kind::kMlx5) return fail_null(EOPNOTSUPP, "mlx5dv_open_device on {}, not a ConnectX", device->name);
+  if (attr && attr->comp_mask) return fail_null(EINVAL, "mlx5dv_open_device {}: comp_mask {:#x} has unknown bits", device->name, attr->comp_mask);
+  if (flags & ~std::uint32_t(MLX5DV_CONTEXT_FLAGS_DEVX))
+    return fail_null(EINVAL, "mlx5dv_open_device {}: flags {:#x} has unknown bits", device->name, flags);
+  const bool devx = flags & MLX5DV_CONTEXT_FLAGS_DEVX;
+  if (devx && !mlx5_inline_report().devx) {
+    rec("  -> EOPNOTSUPP (the device offers no DevX)");
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  Context* c = open_context(d, devx);
+  rec("  -> {}{}", c->name, devx ? " (DevX)" : "");
+  return &c->vctx.context;
+}
+
+namespace {
+
+// MLX5_SET on a big-endian mailbox: `width` bits at bit `offset`, counted from the most
+// significant bit of the first word, as mlx5_ifc lays structures out.
+void ifc_set(std::uint8_t* base, std::uint32_t offset, std::uint32_t width, std::uint32_t value) {
+  auto* word = reinterpret_cast<std::uint32_t*>(base) + offset / 32;
+  const std::uint32_t shift = 32 - offset % 32 - width;
+  const std::uint32_t mask = ((width == 32 ? 0u : (1u << width)) - 1u) << shift;
+  *word = htonl((ntohl(*word) & ~mask) | ((value << shift) & mask));
+}
+
+std::uint32_t ifc_get(const std::uint8_t* base, std::uint32_t offset, std::uint32_t width) {
+  const std::uint32_t w = ntohl(reinterpret_cast<const std::uint32_t*>(base)[offset / 32]);
+  return (w >> (32 - offset % 32 - width)) & ((width == 32 ? 0u : (1u << width)) - 1u);
+}
+
+}  // namespace
+
+// The firmware commands of DevX the double answers: QUERY_HCA_CAP for the Ethernet offload caps
+// and QUERY_NIC_VPORT_CONTEXT, each answered from RAWPIPE_RDMA_DOUBLE_MLX5_INLINE. Which context
+// may issue which is the kernel's devx_get_uid (drivers/infiniband/hw/mlx5/devx.c): QUERY_HCA_CAP
+// is on its whitelist (any context, when the device has DevX at all), the rest need a DevX one.
+int rpdouble_mlx5dv_devx_general_cmd(ibv_context* ctx, const void* in_v, size_t inlen, void* out_v, size_t outlen) {
+  std::lock_guard lock(st().mu);
+  Context* c = context_of(ctx);
+  if (!c || !c->mlx5) return violation(EOPNOTSUPP, "mlx5dv_devx_general_cmd on a context that is not an mlx5 one");
+  const auto* in = static_cast<const std::uint8_t*>(in_v);
+  auto* out = static_cast<std::uint8_t*>(out_v);
+  if (inlen < 16 || outlen < 16) return violation(EINVAL, "mlx5dv_devx_general_cmd {}: inlen {} / outlen {} shorter than a command header", c->name, inlen, outlen);
+  const std::uint32_t opcode = ifc_get(in, 0x00, 16), op_mod = ifc_get(in, 0x30, 16);
+  const char* name = opcode == 0x100 ? "QUERY_HCA_CAP" : opcode == 0x754 ? "QUERY_NIC_VPORT_CONTEXT" : "?";
+  rec("mlx5dv_devx_general_cmd {} {} op_mod={:#x} inlen={} outlen={}", c->name, name, op_mod, inlen, outlen);
+  const Mlx5InlineReport r = mlx5_inline_report();
+  if (!r.devx) {
+    rec("  -> EOPNOTSUPP (the device offers no DevX)");
+    return EOPNOTSUPP;
+  }
+  std::memset(out, 0, outlen);
+  if (opcode == 0x100) {
+    if (op_mod != ((1u << 1) | 1u)) return unsupported(fmt::format("QUERY_HCA_CAP op_mod {:#x}: the double answers the current Ethernet offload caps only", op_mod)), EOPNOTSUPP;
+    if (outlen < 16 + 4096) return violation(EINVAL, "QUERY_HCA_CAP: outlen {} is shorter than query_hca_cap_out ({})", outlen, 16 + 4096);
+    ifc_set(out + 16, 0x12, 2, r.cap_mode);  // per_protocol_networking_offload_caps.wqe_inline_mode
+    rec("  -> wqe_inline_mode={}", r.cap_mode);
+    return 0;
+  }
+  if (opcode == 0x754) {
+    if (!c->devx) return violation(EINVAL, "QUERY_NIC_VPORT_CONTEXT on {}, not a DevX context (devx_get_uid: no uid)", c->name);
+    if (ifc_get(in, 0x40, 1) != 0) return unsupported("QUERY_NIC_VPORT_CONTEXT of another vport"), EOPNOTSUPP;
+    if (outlen < 16 + 4) return violation(EINVAL, "QUERY_NIC_VPORT_CONTEXT: outlen {} holds no context", outlen);
+    ifc_set(out + 16, 0x05, 3, r.vport_mode);  // nic_vport_context.min_wqe_inline_mode
+    rec("  -> min_wqe_inline_mode={}", r.vport_mode);
+    return 0;
+  }
+  return unsupported(fmt::format("DevX command {:#x}", opcode)), EOPNOTSUPP;
+}
+
 int rpdouble_manadv_set_context_attr(ibv_context* ctx, manadv_set_ctx_attr_type type, void* attr) {
   std::lock_guard lock(st().mu);
   Context* c = context_of(ctx);

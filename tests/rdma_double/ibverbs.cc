@@ -188,15 +188,22 @@ ibv_qp* mana_create_qp_raw(Context* c, Pd* pd, ibv_qp_init_attr* attr) {
 
 }  // namespace
 
-__attribute__((visibility("default"))) ibv_context* ibv_open_device(ibv_device* device) {
-  std::lock_guard lock(st().mu);
-  Device* d = nullptr;
+}  // extern "C"
+
+namespace rpdouble {
+
+Device* device_of(ibv_device* device) {
   for (auto& x : st().devices)
-    if (&x->dev == device) d = x.get();
-  if (!d) return fail_null(ENODEV, "ibv_open_device on a device not from ibv_get_device_list");
+    if (&x->dev == device) return x.get();
+  return nullptr;
+}
+
+Context* open_context(Device* d, bool devx) {
+  ibv_device* device = &d->dev;
   auto* c = new Context();
   c->name = next_name("ctx");
   c->device = d;
+  c->devx = devx;
   c->vctx.sz = sizeof(verbs_context);
   c->vctx.context.device = device;
   c->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -220,6 +227,18 @@ __attribute__((visibility("default"))) ibv_context* ibv_open_device(ibv_device* 
     c->mana = std::make_unique<rawpipe::mana::ManaModel>();
   }
   st().contexts[&c->vctx.context] = c;
+  return c;
+}
+
+}  // namespace rpdouble
+
+extern "C" {
+
+__attribute__((visibility("default"))) ibv_context* ibv_open_device(ibv_device* device) {
+  std::lock_guard lock(st().mu);
+  Device* d = device_of(device);
+  if (!d) return fail_null(ENODEV, "ibv_open_device on a device not from ibv_get_device_list");
+  Context* c = open_context(d, false);
   rec("ibv_open_device {} -> {}", device->name, c->name);
   return &c->vctx.context;
 }

@@ -16,5 +16,11 @@ ibv_qp* mlx5dv_create_qp(ibv_context* ctx, ibv_qp_init_attr_ex* attr, mlx5dv_qp_
   return rpdouble_mlx5dv_create_qp(ctx, attr, dv);
 }
 int mlx5dv_init_obj(mlx5dv_obj* obj, uint64_t obj_type) { return rpdouble_mlx5dv_init_obj(obj, obj_type); }
+ibv_context* mlx5dv_open_device(ibv_device* device, mlx5dv_context_attr* attr) {
+  return rpdouble_mlx5dv_open_device(device, attr);
+}
+int mlx5dv_devx_general_cmd(ibv_context* ctx, const void* in, size_t inlen, void* out, size_t outlen) {
+  return rpdouble_mlx5dv_devx_general_cmd(ctx, in, inlen, out, outlen);
+}
 
 }  // extern "C"

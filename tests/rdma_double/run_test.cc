@@ -16,6 +16,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "pmd/rdma/preflight.hh"
 #include "tests/support/process.hh"
 
@@ -100,10 +102,13 @@ rx = ["p:0", "p:1"]
     return cfg;
   }
 
-  // Runs the config against the double; returns the trace.
-  std::string run_against_double(const fs::path& cfg, const std::string& devices, nlohmann::json& summary) {
+  // Runs the config against the double; returns the trace (rawpipe's output in out_).
+  std::string run_against_double(const fs::path& cfg, const std::string& devices, nlohmann::json& summary,
+                                 bool expect_success = true) {
     const fs::path trace = tmp_ / "calls.trace";
     const fs::path json = tmp_ / "summary.json";
+    fs::remove(trace);
+    fs::remove(json);
     setenv("LD_LIBRARY_PATH", double_dir_.c_str(), 1);
     setenv("RAWPIPE_SYSFS_ROOT", (tmp_ / "sys").c_str(), 1);
     setenv("RAWPIPE_RDMA_DOUBLE_TRACE", trace.c_str(), 1);
@@ -112,6 +117,11 @@ rx = ["p:0", "p:1"]
     setenv("RAWPIPE_RDMA_DOUBLE_FLOWS", "64", 1);
     ProcessOutput o = run_process({rawpipe_binary().string(), "run", cfg.string(), "--duration", "3", "--json", json.string()},
                                   tmp_, {.timeout = std::chrono::seconds(60)});
+    out_ = o.out + o.err;
+    if (!expect_success) {
+      EXPECT_NE(o.status, 0) << o.out << o.err;
+      return slurp(trace);
+    }
     EXPECT_EQ(o.status, 0) << o.out << o.err << "\ntrace:\n" << slurp(trace);
     std::ifstream in(json);
     summary = nlohmann::json::parse(in, nullptr, false);
@@ -151,6 +161,7 @@ rx = ["p:0", "p:1"]
 
   BuildDirs d_;
   fs::path double_dir_, tmp_;
+  std::string out_;
 };
 
 TEST_F(RdmaDouble, Mlx5PortRunsEndToEndInDpdkOrder) {
@@ -168,6 +179,65 @@ TEST_F(RdmaDouble, ManaPortRunsEndToEndInDpdkOrder) {
   const std::string trace = run_against_double(write_config("pmd = \"mana\"\ninterface = \"rpdbl0\""), "mana_0:3,manae_0:2", j);
   expect_delivered_and_balanced(j);
   expect_trace_matches(trace, "mana_bringup.trace");
+}
+
+// The minimum inline header comes from the device, read as DPDK's mlx5_set_min_inline reads it
+// (drivers/net/mlx5/mlx5.c): DevX QUERY_HCA_CAP's wqe_inline_mode, and for VPORT_CONTEXT the NIC
+// vport context's min_wqe_inline_mode. The double answers those commands from
+// RAWPIPE_RDMA_DOUBLE_MLX5_INLINE; the device is a ConnectX-6 Dx (part 4125), whose PCI id alone
+// would mean no inline header, so only the device's answer can give 18, 58 or 78 bytes.
+TEST_F(RdmaDouble, Mlx5TakesTheMinimumInlineModeTheDeviceReports) {
+  fake_sysfs("rpdbl0", "mlx5_core", {"mlx5_0"});
+  const fs::path cfg = write_config("pmd = \"mlx5\"\ninterface = \"rpdbl0\"");
+  struct Case {
+    const char* mode;
+    int bytes;
+    const char* from;
+  };
+  for (const Case& c : {Case{"none", 0, "vport min_wqe_inline_mode none"}, Case{"l2", 18, "vport min_wqe_inline_mode L2"},
+                        Case{"l3", 58, "vport min_wqe_inline_mode IP"}, Case{"l4", 78, "vport min_wqe_inline_mode TCP/UDP"},
+                        Case{"cap-l2", 18, "HCA wqe_inline_mode L2"}, Case{"not-required", 0, "HCA wqe_inline_mode not required"}}) {
+    SCOPED_TRACE(c.mode);
+    setenv("RAWPIPE_RDMA_DOUBLE_MLX5_INLINE", c.mode, 1);
+    nlohmann::json j;
+    const std::string trace = run_against_double(cfg, "mlx5_0", j);
+    expect_delivered_and_balanced(j);
+    EXPECT_EQ(trace.find("VIOLATION"), std::string::npos) << trace;
+    EXPECT_NE(trace.find("  -> ctx0 (DevX)"), std::string::npos) << trace;
+    EXPECT_NE(out_.find(fmt::format("tx queue 0: SQ of 256 WQEBBs, {} inline header bytes", c.bytes)), std::string::npos) << out_;
+    EXPECT_NE(out_.find(fmt::format("minimum inline {} B from device: {}", c.bytes, c.from)), std::string::npos) << out_;
+  }
+}
+
+// A device that says nothing (no DevX: a kernel or firmware without it) leaves the PCI id table to
+// decide, as mlx5_set_min_inline's fallback: ConnectX-4 Lx (4117) needs the L2 header inline,
+// ConnectX-6 Dx (4125) none.
+TEST_F(RdmaDouble, Mlx5FallsBackToThePciIdWhenTheDeviceDoesNotReport) {
+  fake_sysfs("rpdbl0", "mlx5_core", {"mlx5_0"});
+  const fs::path cfg = write_config("pmd = \"mlx5\"\ninterface = \"rpdbl0\"");
+  for (const auto& [part, bytes] : {std::pair{4117, 18}, std::pair{4125, 0}}) {
+    SCOPED_TRACE(part);
+    nlohmann::json j;
+    const std::string trace = run_against_double(cfg, fmt::format("mlx5_0:{}", part), j);
+    expect_delivered_and_balanced(j);
+    EXPECT_EQ(trace.find("VIOLATION"), std::string::npos) << trace;
+    EXPECT_NE(trace.find("mlx5dv_open_device mlx5_0 flags=0x1"), std::string::npos) << trace;
+    EXPECT_NE(trace.find("ibv_open_device mlx5_0 -> ctx0"), std::string::npos) << trace;
+    EXPECT_NE(out_.find(fmt::format("tx queue 0: SQ of 256 WQEBBs, {} inline header bytes", bytes)), std::string::npos) << out_;
+    EXPECT_NE(out_.find(fmt::format("minimum inline {} B from PCI id {}", bytes, part)), std::string::npos) << out_;
+  }
+}
+
+// An inner-header (tunnel) inline mode is one rawpipe cannot build: the port refuses to start and
+// says what to do, rather than sending WQEs the device would drop.
+TEST_F(RdmaDouble, Mlx5RefusesAnInnerHeaderInlineMode) {
+  fake_sysfs("rpdbl0", "mlx5_core", {"mlx5_0"});
+  setenv("RAWPIPE_RDMA_DOUBLE_MLX5_INLINE", "inner-l4", 1);
+  nlohmann::json j;
+  const std::string trace =
+      run_against_double(write_config("pmd = \"mlx5\"\ninterface = \"rpdbl0\""), "mlx5_0", j, /*expect_success=*/false);
+  EXPECT_NE(out_.find("inner (tunnelled) headers inline"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("tx_inline"), std::string::npos) << out_;
 }
 
 }  // namespace

@@ -124,6 +124,7 @@ struct Context {
   std::vector<Wq*> wqs;
   std::vector<Qp*> qps;
   // mlx5
+  bool devx = false;        // opened by mlx5dv_open_device(MLX5DV_CONTEXT_FLAGS_DEVX)
   std::unique_ptr<rawpipe::mlx5::model::Device> mlx5;
   bool rss_set = false;
   bool wire_started = false;

@@ -476,10 +476,11 @@ void clear_body(Cqe64* c) { std::memset(c, 0, offsetof(Cqe64, op_own)); }
 }  // namespace
 
 void Device::write_error_cqe(Cq& cq, std::uint8_t opcode, std::uint8_t syndrome, std::uint16_t wqe_counter,
-                             std::uint32_t qpn) {
+                             std::uint32_t qpn, std::uint32_t byte_cnt) {
   Cqe64* c = cq.at(cq.pi);
   clear_body(c);
   auto* e = reinterpret_cast<ErrCqe*>(c);
+  e->byte_cnt = be32(byte_cnt);
   e->syndrome = syndrome;
   e->s_wqe_opcode_qpn = be32(qpn & 0xffffff);
   e->wqe_counter = be16(wqe_counter);
@@ -492,7 +493,11 @@ void Device::error_rq(Rq& rq, std::uint8_t syndrome) {
   if (cq_room(cq) == 0) {
     ++c_.rx_cq_full;
   } else {
-    write_error_cqe(cq, kCqeRespErr, syndrome, static_cast<std::uint16_t>(rq.consumed), rq.qpn);
+    // Striding: the failed frame takes the rest of the WQE's strides, and the error CQE says how
+    // many (mlx5_error_cqe.byte_cnt, which DPDK's mlx5_rx_burst_mprq skips by).
+    const std::uint32_t strides = rq.o.striding ? (1u << rq.o.log_strides) - rq.pos : 0;
+    write_error_cqe(cq, kCqeRespErr, syndrome, static_cast<std::uint16_t>(rq.consumed), rq.qpn,
+                    strides << kMprqStrideShift);
     ++rq.syndromes[syndrome];
     ++c_.rx_error_cqes;
   }

@@ -176,7 +176,8 @@ class Device {
   Rx receive_locked(std::span<const std::uint8_t> frame, const FrameMeta& meta);
   int steer(std::span<const std::uint8_t> frame, std::uint32_t& tag, std::uint32_t& hash, std::uint8_t& hash_type) const;
   std::uint32_t cq_room(const Cq& cq) const;
-  void write_error_cqe(Cq& cq, std::uint8_t opcode, std::uint8_t syndrome, std::uint16_t wqe_counter, std::uint32_t qpn);
+  void write_error_cqe(Cq& cq, std::uint8_t opcode, std::uint8_t syndrome, std::uint16_t wqe_counter, std::uint32_t qpn,
+                       std::uint32_t byte_cnt = 0);
   void error_rq(Rq& rq, std::uint8_t syndrome);
   std::size_t try_session(std::span<const std::vector<std::uint8_t>> frames);
   void process_sq(Sq& sq);

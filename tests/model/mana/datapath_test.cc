@@ -116,24 +116,44 @@ TEST(ManaDatapath, SmallQueuesWrapRingsAndOwnerBits) {
   run_end_to_end(c, 20000, 5);
 }
 
-TEST(ManaDatapath, CqOverflowIsDetectedAndNothingLeaks) {
+// An overflowed CQ, as DPDK's gdma_poll_completion_queue (drivers/net/mana/gdma.c) treats it: the
+// entry at the head has owner bits of neither the previous pass nor the current one; the poll stops
+// there (what it read before stays read) and nothing is latched, so every later poll looks at the
+// entry again and goes on once it reads as current. The kernel's mana_gd_read_cqe detects it the
+// same way. With 3-bit owner bits an entry written 8 passes later reads as current again: that
+// is when DPDK goes on, so that is when rawpipe must.
+TEST(ManaDatapath, CqOverflowStopsTheBurstNotTheQueue) {
   HarnessConfig c;
   c.model.coalesce = 1;
-  c.rx_wqes = 16;
+  c.rx_wqes = 64;
   c.rx_cq = 4;  // deliberately smaller than the RQ (setup refuses this unless told not to check)
   c.check_cq = false;
   Harness h(c);
-  for (std::uint32_t i = 0; i < 16; ++i) {
-    auto f = udp_frame(i);
-    ASSERT_EQ(h.model.receive_one(h.rq_id, f.data(), static_cast<std::uint32_t>(f.size())), 1u);
-  }
-  // 16 CQEs went into 4 slots without the driver polling: slot 0 holds pass 3's owner (4), not 1.
+  std::uint32_t seq = 0;
+  auto receive = [&](std::uint32_t n) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      auto f = udp_frame(seq++);
+      ASSERT_EQ(h.model.receive_one(h.rq_id, f.data(), static_cast<std::uint32_t>(f.size())), 1u);
+    }
+  };
   Mbuf* pkts[32];
+  receive(2);
+  ASSERT_EQ(h.rx_burst(pkts, 32), 2);
+  mbuf_free_bulk(pkts, 2);
+  // Completions 2..8 into 4 slots without a poll: slot 2 (the head) now holds pass 1's entry.
+  receive(7);
   EXPECT_EQ(h.rx_burst(pkts, 32), 0);
   EXPECT_EQ(h.rx.counters.cq_overflow.load(), 1u);
-  EXPECT_TRUE(h.rx.broken);
+  // Not latched: the next burst polls the entry again, and stops again.
   EXPECT_EQ(h.rx_burst(pkts, 32), 0);
-  EXPECT_EQ(h.rx.counters.cq_overflow.load(), 1u);
+  EXPECT_EQ(h.rx.counters.cq_overflow.load(), 2u);
+  // Completions up to 34: slot 2 last written on pass 8, whose owner bits (8 + 1) & 7 = 1 are
+  // those of pass 0 the driver expects there; slot 3, last written on pass 7 (owner 0), reads as
+  // "no new entry" and ends the burst without an overflow.
+  receive(35 - seq);
+  ASSERT_EQ(h.rx_burst(pkts, 32), 1);
+  EXPECT_EQ(h.rx.counters.cq_overflow.load(), 2u);
+  mbuf_free(pkts[0]);
   h.release();
   EXPECT_EQ(h.pool->available(), h.pool->count());
 }
@@ -341,6 +361,34 @@ TEST(ManaDatapath, TxRingWrapsWithSmallQueues) {
   EXPECT_GT(sent, 3000u * 4);
   EXPECT_EQ(h.model.stats(h.sq_id).tx_frames, sent);
   EXPECT_EQ(h.tx.counters.cq_overflow.load(), 0u);
+  EXPECT_TRUE(h.model.violations(h.sq_id).empty());
+  h.release();
+  EXPECT_EQ(h.pool->available(), h.pool->count());
+}
+
+// The transmit side of DPDK's overflow rule (gdma_poll_completion_queue stops, nothing latched):
+// a reap that meets an overflowed CQ stops there and sending goes on as far as the SQ has room;
+// WQEs whose completions were lost keep their buffers until stop.
+TEST(ManaDatapath, TxCqOverflowStopsTheReapNotTheQueue) {
+  HarnessConfig c;
+  c.tx_wqes = 16;
+  c.tx_cq = 4;  // deliberately smaller than the SQ
+  c.check_cq = false;
+  Harness h(c);
+  h.model.hold_tx(h.sq_id, 0);  // the NIC takes nothing for now
+  for (std::uint32_t i = 0; i < 9; ++i) {
+    auto v = tx_packets(h, 1);
+    ASSERT_EQ(h.tx_burst(v.data(), 1), 1);
+  }
+  h.model.release_tx(h.sq_id);  // 9 completions into 4 slots: slot 0 holds pass 2's entry
+  const std::uint32_t free_before = h.pool->available();
+  auto v = tx_packets(h, 1);
+  EXPECT_EQ(h.tx_burst(v.data(), 1), 1) << "the queue still sends after an overflow";
+  EXPECT_EQ(h.tx.counters.cq_overflow.load(), 1u);
+  EXPECT_EQ(h.model.stats(h.sq_id).tx_frames, 10u);
+  EXPECT_EQ(h.pool->available(), free_before - 1) << "no buffer of a WQE whose completion was lost is freed";
+  tx_reap(h.tx);
+  EXPECT_EQ(h.tx.counters.cq_overflow.load(), 2u) << "every reap looks again";
   EXPECT_TRUE(h.model.violations(h.sq_id).empty());
   h.release();
   EXPECT_EQ(h.pool->available(), h.pool->count());

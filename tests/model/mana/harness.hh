@@ -68,6 +68,7 @@ struct Harness {
     ts.mr_begin = pool->region();
     ts.mr_end = pool->region() + pool->region_bytes();
     ts.vp_offset = model.vp_offset();
+    ts.require_cq_covers_wq = c.check_cq;
     s = setup_tx_queue(tx, ts);
     EXPECT_TRUE(s) << s.message();
     rx_refill<rdma::ModelDoorbell>(rx);

@@ -259,6 +259,71 @@ TEST(Mlx5Rx, OversizedFrameSkipsItsCqeAndTheQueueGoesOn) {
   EXPECT_EQ(h.pool->available(), h.pool->count());
 }
 
+// The striding (multi-packet) RQ follows the same syndrome rules: DPDK's mlx5_rx_burst_mprq goes
+// through the mlx5_rx_err_handle the cyclic burst uses (DPDK 38f72e50). A frame longer than a whole
+// WQE's strides is LOCAL_LENGTH: its CQE is skipped, the strides its byte_cnt reports (here the
+// rest of a WQE already holding a frame) are consumed as mlx5_rx_burst_mprq's skip_cnt is, the
+// WQE is retired and reposted, and the queue goes on without a reset.
+TEST(Mlx5Rx, StridingRqSkipsANonCriticalErrorAndRetiresItsWqe) {
+  Harness h(256);
+  // 64-byte strides, 8 per WQE: 512 bytes a WQE.
+  h.make_rx(RqOptions{.wqe_cnt = 4, .cqe_cnt = 64, .striding = true, .log_stride_size = 6, .log_strides = 3});
+  std::vector<std::uint8_t> big(600, 0);
+  std::memcpy(big.data(), kPortMac.data(), 6);
+  ASSERT_EQ(h.dev.receive(seq_frame(1)), model::Device::Rx::kDelivered);
+  EXPECT_EQ(h.dev.receive(big), model::Device::Rx::kErrorCqe);
+  ASSERT_EQ(h.dev.receive(seq_frame(2)), model::Device::Rx::kDelivered) << "the RQ is not in the error state";
+  Mbuf* pkts[8];
+  ASSERT_EQ(h.rx_burst(pkts, 8), 2);
+  EXPECT_EQ(seq_of(pkts[0]), 1u);
+  EXPECT_EQ(seq_of(pkts[1]), 2u);
+  mbuf_free_bulk(pkts, 2);
+  EXPECT_EQ(h.rxq->syndromes.count[kSyndromeLocalLength], 1u);
+  EXPECT_EQ(h.rxq->syndromes.count[kSyndromeWrFlush], 0u);
+  EXPECT_EQ(h.rxq->stats.rx_errors, 1u);
+  EXPECT_EQ(h.rxq->skipped_error_cqes, 1u);
+  // Many times round the 4-WQE ring: the driver's WQE index stays the device's, so every frame is
+  // read from the strides it landed in.
+  for (std::uint32_t i = 3; i < 200; ++i) {
+    ASSERT_EQ(h.dev.receive(seq_frame(i, static_cast<std::uint16_t>(18 + (i * 37) % 300))), model::Device::Rx::kDelivered) << i;
+    ASSERT_EQ(h.rx_burst(pkts, 8), 1) << i;
+    EXPECT_EQ(seq_of(pkts[0]), i);
+    mbuf_free(pkts[0]);
+  }
+  EXPECT_EQ(h.rxq->resets, 0u);
+  EXPECT_EQ(h.rxq->wqe_id_mismatch, 0u);
+  h.release();
+  EXPECT_EQ(h.pool->available(), h.pool->count());
+}
+
+// A critical syndrome on the striding RQ still resets it (LOCAL_PROT), flushes what was posted, and
+// the queue receives again afterwards.
+TEST(Mlx5Rx, StridingRqResetsOnACriticalSyndrome) {
+  Harness h(256);
+  h.make_rx(RqOptions{.wqe_cnt = 4, .cqe_cnt = 64, .striding = true, .log_stride_size = 6, .log_strides = 3});
+  Mbuf* pkts[8];
+  ASSERT_EQ(h.dev.receive(seq_frame(0)), model::Device::Rx::kDelivered);
+  h.dev.fail_next_rx(h.rq_id, kSyndromeLocalProt);
+  EXPECT_EQ(h.dev.receive(seq_frame(99)), model::Device::Rx::kErrorCqe);
+  EXPECT_EQ(h.dev.receive(seq_frame(100)), model::Device::Rx::kQueueError);
+  ASSERT_EQ(h.rx_burst(pkts, 8), 1);
+  EXPECT_EQ(seq_of(pkts[0]), 0u);
+  mbuf_free(pkts[0]);
+  EXPECT_EQ(h.rxq->syndromes.count[kSyndromeLocalProt], 1u);
+  EXPECT_EQ(h.rx_burst(pkts, 8), 0);
+  EXPECT_EQ(h.rxq->resets, 1u);
+  EXPECT_GT(h.rxq->syndromes.count[kSyndromeWrFlush], 0u);
+  for (std::uint32_t i = 1; i < 100; ++i) {
+    ASSERT_EQ(h.dev.receive(seq_frame(i)), model::Device::Rx::kDelivered) << i;
+    ASSERT_EQ(h.rx_burst(pkts, 8), 1) << i;
+    EXPECT_EQ(seq_of(pkts[0]), i);
+    mbuf_free(pkts[0]);
+  }
+  EXPECT_EQ(h.rxq->skipped_error_cqes, 0u);
+  h.release();
+  EXPECT_EQ(h.pool->available(), h.pool->count());
+}
+
 std::vector<Mbuf*> tx_packets(Harness& h, std::uint32_t first, std::uint32_t n, std::uint16_t flags = 0) {
   std::vector<Mbuf*> v;
   for (std::uint32_t i = 0; i < n; ++i) {

@@ -64,6 +64,9 @@ TEST(RdmaLoader, InstalledRdmaCoreLoadsEveryEntry) {
   ASSERT_TRUE(m) << m.message();
   EXPECT_NE(m.value()->init_obj, nullptr);
   EXPECT_NE(m.value()->create_cq, nullptr);
+  // DevX (rdma-core MLX5_1.7): the device's inline mode is read through these.
+  EXPECT_NE(m.value()->open_device, nullptr);
+  EXPECT_NE(m.value()->devx_general_cmd, nullptr);
 }
 
 // A fabricated sysfs tree: class/net/IF -> device with a driver link and infiniband/DEV.
