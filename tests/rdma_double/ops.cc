@@ -22,13 +22,16 @@ std::string spec_list(const ibv_flow_attr* attr, std::size_t& bytes, bool& ok) {
   bytes = 0;
   ok = true;
   for (unsigned i = 0; i < attr->num_of_specs; ++i) {
-    const auto* hdr = reinterpret_cast<const ibv_flow_spec*>(p + bytes);
-    if (hdr->hdr.size == 0 || sizeof(ibv_flow_attr) + bytes + hdr->hdr.size > attr->size) {
+    // Specs sit at 4-byte offsets; ibv_flow_spec is an 8-byte aligned union: copy its header.
+    decltype(ibv_flow_spec::hdr) hdr;
+    std::memcpy(&hdr, p + bytes, sizeof hdr);
+    if (hdr.size == 0 || sizeof(ibv_flow_attr) + bytes + hdr.size > attr->size) {
       ok = false;
       break;
     }
-    out += fmt::format("{}{:#x}", out.empty() ? "" : ",", static_cast<unsigned>(hdr->hdr.type));
-    bytes += hdr->hdr.size;
+    if (!out.empty()) out += ',';
+    out += fmt::format("{:#x}", static_cast<unsigned>(hdr.type));
+    bytes += hdr.size;
   }
   return out;
 }
