@@ -137,15 +137,19 @@ Status load_mlx5_into(std::string_view soname, Mlx5Table& t) {
 }
 
 // Loads a table once for the default soname and keeps the outcome (success or error) for the
-// life of the process; other sonames (tests) are loaded afresh into a leaked table so returned
-// pointers stay valid.
+// life of the process; other sonames (tests) are loaded afresh into a table kept for the life of
+// the process too, so returned pointers stay valid.
 template <typename Table>
 Result<const Table*> load_cached(std::string_view soname, std::string_view default_soname,
                                  Status (*load_into)(std::string_view, Table&)) {
   if (soname != default_soname) {
+    static std::mutex kept_mu;
+    static std::vector<std::unique_ptr<Table>> kept;
     auto table = std::make_unique<Table>();
     RAWPIPE_TRY(load_into(soname, *table));
-    return static_cast<const Table*>(table.release());
+    std::lock_guard lock(kept_mu);
+    kept.push_back(std::move(table));
+    return static_cast<const Table*>(kept.back().get());
   }
   static std::mutex mu;
   static std::optional<Result<const Table*>> outcome;

@@ -38,6 +38,9 @@ struct State {
   std::vector<std::unique_ptr<Device>> devices;
   std::map<std::string, int> counters;   // per kind, for object names
   std::map<const void*, Context*> contexts;
+  // Closed contexts are kept (a leaked queue may still point into their model) and stay
+  // reachable from here, so a leak checker reports the caller's leaks, not this keeping.
+  std::vector<Context*> closed_contexts;
   std::map<const void*, Pd*> pds;
   std::map<const void*, Mr*> mrs;
   std::map<const void*, Cq*> cqs;

@@ -253,6 +253,7 @@ __attribute__((visibility("default"))) int ibv_close_device(ibv_context* ctx) {
   // that leaves objects behind has a teardown bug all the same.
   if (c->live_objects) violation(0, "ibv_close_device {}: {} objects still alive (leaked by the caller)", c->name, c->live_objects);
   st().contexts.erase(ctx);
+  st().closed_contexts.push_back(c);
   // The model stays: a leaked queue may still point into it. Contexts are few per process.
   return 0;
 }
