@@ -45,8 +45,9 @@ std::size_t write_solicit(L3Type family, const wire::MacAddr& src_mac, const std
     std::memcpy(a.tpa.data(), target, 4);
     return wire::write_arp(a, out, cap);
   }
-  // RFC 4861 7.2.2: to the target's solicited-node group ff02::1:ffXX:XXXX, hop limit 255, with
-  // our link-layer address so the target can answer without asking back.
+  // RFC 4861 7.2.2: to the target's solicited-node group (ff02::1:ff00:0/104 followed by the
+  // target's low 24 bits, RFC 4291 2.7.1), hop limit 255, with our link-layer address so the
+  // target can answer without asking back.
   wire::Ipv6Addr group = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, target[13], target[14], target[15]};
   std::uint8_t body[24];
   std::memcpy(body, target, 16);
