@@ -27,8 +27,10 @@
 
 namespace rawpipe {
 
-// RAWPIPE_PLUGIN_PATH's absolute directories (not when AT_SECURE), this build's plugins directory
-// and the install's plugin directory.
+// RAWPIPE_PLUGIN_PATH's absolute directories (not when AT_SECURE); then, for code running from
+// its build tree, that build's plugins directory, and for an installed copy, the plugin directory
+// beside it (a moved or --destdir install); then the configured install's plugin directory. An
+// installed copy never allows the directory it was built in.
 RAWPIPE_API std::vector<std::string> default_plugin_dirs();
 
 // The process-wide allowed directories (the app sets them from [run] plugin_dirs before creating

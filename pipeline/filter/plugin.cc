@@ -5,7 +5,6 @@
 
 #include <cstdlib>
 
-#include "pipeline/plugin_dirs.h"
 #include "rawpipe/plugin_path.hh"
 
 namespace rawpipe {
@@ -59,20 +58,9 @@ bool is_regular_file(const std::string& path) {
 }  // namespace
 
 std::vector<std::string> plugin_search_path() {
-  std::vector<std::string> dirs;
-  if (const char* env = std::getenv("RAWPIPE_PLUGIN_PATH")) {
-    std::string_view rest(env);
-    while (!rest.empty()) {
-      const std::size_t colon = rest.find(':');
-      std::string_view dir = rest.substr(0, colon);
-      if (!dir.empty()) dirs.emplace_back(dir);
-      if (colon == std::string_view::npos) break;
-      rest.remove_prefix(colon + 1);
-    }
-  }
-  dirs.emplace_back(RAWPIPE_PLUGIN_BUILD_DIR);
-  dirs.emplace_back(RAWPIPE_PLUGIN_INSTALL_DIR);
-  return dirs;
+  // The same directories the path policy allows by default: a name resolves only where a load
+  // would be allowed (and never to the build tree from an installed copy).
+  return default_plugin_dirs();
 }
 
 Result<std::string> resolve_plugin_path(std::string_view path, const std::vector<std::string>* allowed) {

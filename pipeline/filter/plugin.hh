@@ -24,10 +24,10 @@ struct FilterAttach {
 };
 
 // Plugin names. A path with a '/' is used as given (relative to the current directory). A bare
-// name ("rawpipe_seq_gap", with or without ".so") is looked for in each directory of the
-// RAWPIPE_PLUGIN_PATH environment variable (colon-separated), then in this build's plugins/
-// directory, then in the install directory (<libdir>/rawpipe/filters). With `allowed` (a
-// config's [run] plugin_dirs) its directories are searched first.
+// name ("rawpipe_seq_gap", with or without ".so") is looked for in the path policy's default
+// directories (default_plugin_dirs(): RAWPIPE_PLUGIN_PATH's absolute directories, then this
+// build's plugins/ directory for build-tree code or the installed plugin directory for an
+// installed copy). With `allowed` (a config's [run] plugin_dirs) its directories come first.
 std::vector<std::string> plugin_search_path();
 Result<std::string> resolve_plugin_path(std::string_view path, const std::vector<std::string>* allowed = nullptr);
 

@@ -14,7 +14,8 @@
 #include <mutex>
 #include <optional>
 
-#include "pipeline/plugin_dirs.h"
+#include "pipeline/build_paths.h"
+#include "pipeline/privilege/module_location.hh"
 
 namespace rawpipe {
 namespace {
@@ -57,7 +58,14 @@ std::vector<std::string> default_plugin_dirs() {
       rest.remove_prefix(colon + 1);
     }
   }
-  dirs.emplace_back(RAWPIPE_PLUGIN_BUILD_DIR);
+  // An installed copy never trusts the directory it was built in (module_location.hh says why);
+  // it looks beside itself first, then at the configured install directory.
+  if (running_from_build_tree()) {
+    dirs.emplace_back(RAWPIPE_PLUGIN_BUILD_DIR);
+  } else if (std::string beside = relocated_install_path(RAWPIPE_PLUGIN_INSTALL_DIR);
+             beside != RAWPIPE_PLUGIN_INSTALL_DIR) {
+    dirs.push_back(std::move(beside));
+  }
   dirs.emplace_back(RAWPIPE_PLUGIN_INSTALL_DIR);
   return dirs;
 }

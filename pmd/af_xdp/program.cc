@@ -1,8 +1,6 @@
 #include "pmd/af_xdp/program.hh"
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
-#include <link.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <unistd.h>
@@ -17,6 +15,7 @@
 #include <vector>
 
 #include "pipeline/classify/rule.hh"
+#include "pipeline/privilege/module_location.hh"
 #include "pmd/af_xdp/installed.hh"
 #include "pmd/af_xdp/xdp_steer_abi.h"
 
@@ -71,34 +70,6 @@ std::string LibMessages::take() {
   return s.empty() ? s : " (" + s + ")";
 }
 
-namespace {
-
-// The file this code was loaded from: librawpipe.so.1, or the executable that linked it statically.
-std::filesystem::path loaded_module() {
-  Dl_info info{};
-  link_map* map = nullptr;
-  if (dladdr1(reinterpret_cast<void*>(&find_program_object), &info, reinterpret_cast<void**>(&map),
-              RTLD_DL_LINKMAP) == 0)
-    return {};
-  std::error_code ec;
-  // The main program's link_map has an empty name (dli_fname is then argv[0], maybe relative).
-  std::filesystem::path path = map && map->l_name && *map->l_name ? std::filesystem::path(map->l_name)
-                                                                   : std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return {};
-  std::filesystem::path real = std::filesystem::weakly_canonical(path, ec);
-  return ec ? path : real;
-}
-
-// path is canonical already; dir is made so (the build root may be reached through a symlink).
-bool is_within(const std::filesystem::path& path, const std::filesystem::path& dir) {
-  std::error_code ec;
-  std::filesystem::path real = std::filesystem::weakly_canonical(dir, ec);
-  auto rel = path.lexically_relative(ec ? dir : real);
-  return !rel.empty() && *rel.begin() != "..";
-}
-
-}  // namespace
-
 Result<std::string> find_program_object() {
   namespace fs = std::filesystem;
   std::vector<std::string> candidates;
@@ -111,19 +82,12 @@ Result<std::string> find_program_object() {
   // object, found relative to where it was loaded from, so that a `meson install --destdir` tree
   // or a moved prefix finds its own copy, and never a build directory's (which an installed,
   // privileged rawpipe must not trust, and which may be stale or gone).
-  const fs::path module = loaded_module();
+  const bool from_build_tree = running_from_build_tree();
 #ifdef RAWPIPE_XDP_OBJ_BUILD
-  if (!module.empty() && is_within(module, RAWPIPE_BUILD_ROOT)) candidates.push_back(RAWPIPE_XDP_OBJ_BUILD);
+  if (from_build_tree) candidates.push_back(RAWPIPE_XDP_OBJ_BUILD);
 #endif
 #ifdef RAWPIPE_XDP_OBJ_INSTALL
-  if (!module.empty() && !is_within(module, RAWPIPE_BUILD_ROOT)) {
-    // librawpipe.so lives in libdir, an executable that linked librawpipe.a in bindir.
-    const bool shared = module.filename().string().starts_with("librawpipe.so");
-    const fs::path from = shared ? RAWPIPE_INSTALL_LIBDIR : RAWPIPE_INSTALL_BINDIR;
-    candidates.push_back((module.parent_path() / fs::path(RAWPIPE_XDP_OBJ_INSTALL).lexically_relative(from))
-                             .lexically_normal()
-                             .string());
-  }
+  if (!from_build_tree) candidates.push_back(relocated_install_path(RAWPIPE_XDP_OBJ_INSTALL));
   if (candidates.empty() || candidates.back() != RAWPIPE_XDP_OBJ_INSTALL) candidates.push_back(RAWPIPE_XDP_OBJ_INSTALL);
 #endif
   std::error_code ec;

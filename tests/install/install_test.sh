@@ -99,6 +99,45 @@ for c in json.load(sys.stdin).get("checks", []):
   fi
 fi
 
+# --- plugins named without a path: the installed copy's own, never the build tree's ---
+# (pipeline/privilege/module_location.hh: the build directory exists only where it was built.)
+plugin_config=$tmp/plugins.toml
+cat >"$plugin_config" <<'TOML'
+[run]
+duration = 0.2
+[[pools]]
+name = "rx"
+count = 1024
+[[ports]]
+name = "synth0"
+pmd = "synth"
+pool = "rx"
+packets = 1000
+[[endpoints]]
+name = "all"
+action = "sink"
+match = ["udp"]
+[[lcores]]
+rx = ["synth0:0"]
+[[filters]]
+path = "rawpipe_sampler"
+endpoint = "all"
+TOML
+if env -u RAWPIPE_PLUGIN_PATH LD_LIBRARY_PATH="$lib" "$app" check "$plugin_config" >"$tmp/plugin_check.log" 2>&1; then
+  ok "the installed rawpipe finds rawpipe_sampler by name in its own plugin directory"
+else
+  fail "the installed rawpipe cannot load rawpipe_sampler by name: $(cat "$tmp/plugin_check.log")"
+fi
+mv "$lib/rawpipe/filters" "$lib/rawpipe/filters.moved"
+if env -u RAWPIPE_PLUGIN_PATH LD_LIBRARY_PATH="$lib" "$app" check "$plugin_config" >"$tmp/plugin_check.log" 2>&1; then
+  fail "with its plugin directory gone, the installed rawpipe still loaded a plugin by name (from the build tree?)"
+elif grep -q "$build" "$tmp/plugin_check.log"; then
+  fail "the installed rawpipe looks for plugins in the build tree: $(cat "$tmp/plugin_check.log")"
+else
+  ok "the installed rawpipe never looks in the build tree for plugins"
+fi
+mv "$lib/rawpipe/filters.moved" "$lib/rawpipe/filters"
+
 # --- a C client against the installed tree, with the documented build line ---
 mkdir "$tmp/client"
 cp "$examples/extra_client.c" "$tmp/client/app.c"

@@ -17,7 +17,7 @@
 #include "rawpipe/config.hh"
 #include "rawpipe/pipeline.hh"
 #include "pipeline/filter/plugin.hh"
-#include "pipeline/plugin_dirs.h"
+#include "pipeline/build_paths.h"
 #include "pipeline/port/registry.hh"
 
 namespace rawpipe {
