@@ -59,16 +59,28 @@ def markdown(result):
                "ratio = rawpipe / peer (above 1 is better for rates, below 1 is better for latency, "
                "time per packet and memory).")
     out.append("")
-    out.append("| # | scenario | rawpipe | peer | unit | rawpipe figure | peer figure | ratio |")
-    out.append("|---|---|---|---|---|---|---|---|")
+    out.append("Each row names the work each side does per packet: compare ratios only where the work matches. "
+               "busy CPUs = CPU time of every thread of the process (lcores, consumer, helpers) over the window; "
+               "per-CPU ratio = (rawpipe figure / its busy CPUs) / (peer figure / its busy CPUs).")
+    out.append("")
+    out.append("| # | scenario | rawpipe | rawpipe work | peer | peer work | unit | rawpipe figure | peer figure "
+               "| ratio | busy CPUs rawpipe / peer | per-CPU ratio |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in result["rows"]:
-        if row["status"] == "not run":
-            out.append(f"| {row['id']} | {row['title']} | {row['rawpipe_label']} | {row['peer_label']} | "
-                       f"{row['unit']} | not run | not run | - |")
-        else:
-            out.append(f"| {row['id']} | {row['title']} | {row['rawpipe_label']} | {row['peer_label']} | "
-                       f"{row['unit']} | {fmt_value(row['rawpipe'], row['unit'])} | "
-                       f"{fmt_value(row['peer'], row['unit'])} | {ratio_text(row)} |")
+        def fig(side):
+            if row[side] is not None:
+                return fmt_value(row[side], row["unit"])
+            if side == "peer" and not row.get("needs_peer", True):
+                return "no peer"
+            return "not measured"
+
+        cpus = "-"
+        if row.get("rawpipe_cpus") or row.get("peer_cpus"):
+            cpus = " / ".join(f"{row[k]['median']:.2f}" if row.get(k) else "-" for k in ("rawpipe_cpus", "peer_cpus"))
+        per_cpu = "-" if row.get("ratio_per_cpu") is None else f"{row['ratio_per_cpu']:.2f}"
+        out.append(f"| {row['id']} | {row['title']} | {row['rawpipe_label']} | {row.get('rawpipe_work', '')} | "
+                   f"{row['peer_label']} | {row.get('peer_work', '')} | {row['unit']} | {fig('rawpipe')} | "
+                   f"{fig('peer')} | {ratio_text(row)} | {cpus} | {per_cpu} |")
     notes = [r for r in result["rows"] if r.get("reason") or r.get("note")]
     if notes:
         out.append("")
