@@ -91,7 +91,7 @@ class Testpmd:
     """One dpdk-testpmd process in interactive mode. Forwarding runs only while measure() runs, so
     the process can stay up between the A and B samples without taking a core from the other side."""
 
-    def __init__(self, vdev, cores=1, mbufs=8192, burst=32, fwd_cpus=None):
+    def __init__(self, vdev, cores=1, mbufs=8192, burst=32, fwd_cpus=None, extra=()):
         exe = shutil.which("dpdk-testpmd")
         if not exe:
             raise NotRun("dpdk-testpmd is not installed (Debian package dpdk)")
@@ -100,7 +100,7 @@ class Testpmd:
         self.cmdline = prefix + [exe] + TESTPMD_EAL + ["--lcores", testpmd_lcores(cores, fwd_cpus), "--vdev", vdev, "--",
                                               "-i", f"--nb-cores={cores}", f"--rxq={cores}", f"--txq={cores}",
                                               f"--total-num-mbufs={mbufs}", f"--burst={burst}",
-                                              "--forward-mode=rxonly"]
+                                              "--forward-mode=rxonly"] + list(extra)
         self.log = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(self.cmdline, stdin=subprocess.PIPE, stdout=self.log,
                                      stderr=subprocess.STDOUT, text=True)
@@ -128,15 +128,16 @@ class Testpmd:
         self.proc.stdin.write(cmd + "\n")
         self.proc.stdin.flush()
 
-    def measure(self, mode, seconds, warmup=0.3):
-        """Forwards in `mode` (rxonly, 5tswap, ...) for warmup + seconds; returns received Mpps over
-        the measured interval as testpmd computes it (TSC-timed, between two 'show port stats')."""
+    def measure(self, mode, seconds, warmup=0.3, counter="Rx-pps"):
+        """Forwards in `mode` (rxonly, 5tswap, txonly, ...) for warmup + seconds; returns received
+        (counter="Rx-pps") or transmitted ("Tx-pps") Mpps over the measured interval as testpmd
+        computes it (TSC-timed, between two 'show port stats')."""
         self._send(f"set fwd {mode}")
         self._send("start")
         time.sleep(warmup)
         mark = len(self._output())
         self._send("show port stats all")
-        self._wait_for("Rx-pps", 10, mark)
+        self._wait_for(counter, 10, mark)
         c1, t1 = task_ticks(self.proc.pid), time.monotonic()
         time.sleep(seconds)
         mark = len(self._output())
@@ -145,11 +146,11 @@ class Testpmd:
         c2, t2 = task_ticks(self.proc.pid), time.monotonic()
         self._send("stop")
         self._wait_for("Done.", 10, mark)
-        values = [int(v) for v in re.findall(r"Rx-pps:\s+(\d+)", out[mark:])]
+        values = [int(v) for v in re.findall(counter + r":\s+(\d+)", out[mark:])]
         if not values:
-            raise NotRun("could not read Rx-pps from dpdk-testpmd")
+            raise NotRun(f"could not read {counter} from dpdk-testpmd")
         cpus, threads = cpu_between(c1, c2, t2 - t1)
-        return Sample(sum(values) / 1e6, cpus, threads)  # one Rx-pps line per port
+        return Sample(sum(values) / 1e6, cpus, threads)  # one line per port
 
     def rss_mib(self):
         return rss_mib(self.proc.pid)
@@ -242,6 +243,68 @@ class Rawpipe:
         extra = {k: window.get(k) for k in ("delivered_mpps", "dropped_mpps", "transmitted_mpps", "seconds")}
         extra["drops"] = {k: v for k, v in data.get("drops", {}).items() if v}
         return Sample(float(window["rx_mpps"]), cpus, threads, extra), data, rss
+
+
+class RawpipeGen:
+    """`rawpipe gen CONFIG --port PORT --duration S --json FILE`: the sent rate over gen's own
+    window and the CPUs every thread of the process burnt while the sending thread ran."""
+
+    def __init__(self, exe, expected=""):
+        if not exe:
+            raise NotRun(f"{expected or 'apps/rawpipe/rawpipe'} does not exist: build it "
+                         f"(ninja -C BUILD apps/rawpipe/rawpipe) or drop --no-build")
+        self.exe = exe
+
+    def command_line(self, config, port, seconds, rate=0):
+        return (f"{self.exe} gen {config} --port {port} --duration {seconds}"
+                + (f" --rate {rate:.0f}" if rate else "") + " --json OUT.json")
+
+    def run(self, config, port, seconds, rate=0, extra=(), prefix=()):
+        """Returns (Sample of sent Mpps, gen's JSON)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "gen.json")
+            cmd = list(prefix) + [self.exe, "gen", config, "--port", port, "--duration", str(seconds),
+                                  "--json", out] + (["--rate", str(rate)] if rate else []) + list(extra)
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            ticks = []
+            while proc.poll() is None:
+                # With a prefix (ip netns exec) the generator is a child: follow it.
+                pid = proc.pid if not prefix else (child_pid(proc.pid) or proc.pid)
+                tt = task_ticks(pid)
+                if tt:
+                    ticks.append((time.monotonic(), tt))
+                time.sleep(0.05)
+            text, _ = proc.communicate(timeout=seconds + 120)
+            if proc.returncode != 0:
+                raise NotRun(f"rawpipe gen {os.path.basename(config)} failed (exit {proc.returncode}): "
+                             f"{text.strip()[-500:]}")
+            try:
+                with open(out) as f:
+                    data = json.load(f)
+            except (OSError, ValueError) as e:
+                raise NotRun(f"rawpipe gen wrote no readable JSON ({e})")
+        cpus, threads = thread_window_cpu(ticks, "rawpipe-gen")
+        return Sample(float(data["sent_mpps"]), cpus, threads, {"refused": data.get("refused")}), data
+
+
+def child_pid(pid):
+    """The first child of pid (the program `ip netns exec` runs), or None."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = f.read().split()
+        return int(kids[0]) if kids else None
+    except (OSError, ValueError):
+        return None
+
+
+def thread_window_cpu(ticks, prefix):
+    """Busy CPUs of a process from its periodic task_ticks() readings, from the first reading in
+    which a thread named prefix* exists to the last one, so setup and teardown do not dilute it."""
+    live = [(t, tt) for t, tt in ticks if any(name.startswith(prefix) for name, _ in tt.values())]
+    if len(live) < 3:
+        return None, {}
+    (ta, a), (tb, b) = live[1], live[-1]  # skip the reading that may straddle the thread's start
+    return cpu_between(a, b, tb - ta)
 
 
 def lcore_window_cpu(ticks):
