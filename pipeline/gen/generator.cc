@@ -77,10 +77,11 @@ struct TrafficGenerator::Impl {
     const std::uint16_t burst = options.burst;
     const std::uint64_t limit = options.count ? options.count : UINT64_MAX;
     const double per_ns = options.rate_pps / 1e9;
-    // Whole bursts only (a burst of one per token would spend the time on per-call costs), from a
-    // bucket two bursts deep: after a stall the generator catches up by at most one burst, so the
-    // offered rate stays the asked one instead of a line-rate spike.
-    const double depth = 2.0 * burst;
+    // Whole bursts only (a burst of one per token would spend the time on per-call costs). The
+    // bucket holds 1 ms of the rate (at least two bursts): a thread that lost its CPU for up to a
+    // millisecond catches up with one short spike; a longer stall is lost offered load, which the
+    // final rate shows, rather than a burst at line rate that no receiver was offered in the plan.
+    const double depth = std::max(2.0 * burst, options.rate_pps / 1000.0);
     double tokens = 0;
     std::uint64_t last = kRate ? now_ns() : 0;
     std::uint64_t gen = 0, n_sent = 0, n_bytes = 0, n_refused = 0;

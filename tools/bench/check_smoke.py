@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """CI check of the benchmark harness: runs `tools/bench/run --quick` against an existing build and
-checks what it wrote. It asserts no speed: only that every scenario 1..8 produced rows, that every
+checks what it wrote. It asserts no speed: only that every scenario 1..9 produced rows, that every
 row was measured, with a rawpipe figure and its peer's figure (a row with no peer by design says
 so), that each row names the work of both sides, and that the JSON, the Markdown table and the
 plots it lists exist. A row that was not measured fails the check with the row's reason.
@@ -23,7 +23,7 @@ def fail(msg):
 
 def main():
     if os.geteuid() != 0:
-        print("SKIP: scenarios 4 and 5 need root (network namespaces, veth); every row must be measured")
+        print("SKIP: scenarios 4, 5 and 9 need root (network namespaces, veth); every row must be measured")
         sys.exit(77)
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", required=True)
@@ -48,7 +48,7 @@ def main():
                 fail(f"machine.{key} not recorded")
         rows = result.get("rows", [])
         seen = {r.get("scenario") for r in rows}
-        missing = [n for n in range(1, 9) if n not in seen]
+        missing = [n for n in range(1, 10) if n not in seen]
         if missing:
             fail(f"scenarios without any row: {missing}")
         unmeasured = []
