@@ -57,10 +57,13 @@ struct TrafficGenerator::Impl {
 
   ~Impl() {
     request_stop();
+    go.store(2, std::memory_order_release);  // a thread still waiting to be let go leaves at once
     join();
-    // Ports hold pool buffers until stopped; stop them before the pools go.
-    if (target) target->stop();
-    if (source) source->stop();
+    // Started ports hold pool buffers until stopped; stop them before the pools go.
+    if (started && !stopped) {
+      target->stop();
+      source->stop();
+    }
     target.reset();
     source.reset();
   }
