@@ -64,8 +64,6 @@ int gen_command(const GenOptions& options) {
     return 1;
   }
   std::unique_ptr<TrafficGenerator> gen = std::move(created).value();
-  fmt::print("{}\n", gen->describe());
-  std::fflush(stdout);
 
   g_gen.store(gen.get(), std::memory_order_relaxed);
   struct sigaction sa {}, old_int {}, old_term {};
@@ -78,6 +76,10 @@ int gen_command(const GenOptions& options) {
   if (Status s = gen->start(); !s) {
     fmt::print(stderr, "rawpipe gen: {}\n", s.message());
     rc = 1;
+  } else {
+    // Once started: only then does a port know its real mode (AF_XDP zero-copy or copy).
+    fmt::print("{}\n", gen->describe());
+    std::fflush(stdout);
   }
   using Clock = std::chrono::steady_clock;
   const GeneratorCounts first = gen->counts();
