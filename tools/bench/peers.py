@@ -132,20 +132,22 @@ class Testpmd:
         """Forwards in `mode` (rxonly, 5tswap, txonly, ...) for warmup + seconds; returns received
         (counter="Rx-pps") or transmitted ("Tx-pps") Mpps over the measured interval as testpmd
         computes it (TSC-timed, between two 'show port stats')."""
+        # Answers may take seconds on a loaded 2-CPU host (testpmd's command line shares a CPU):
+        # a generous wait, so that a slow answer is not mistaken for a missing figure.
         self._send(f"set fwd {mode}")
         self._send("start")
         time.sleep(warmup)
         mark = len(self._output())
         self._send("show port stats all")
-        self._wait_for(counter, 10, mark)
+        self._wait_for(counter, 30, mark)
         c1, t1 = task_ticks(self.proc.pid), time.monotonic()
         time.sleep(seconds)
         mark = len(self._output())
         self._send("show port stats all")
-        out = self._wait_for("Tx-bps", 10, mark)
+        out = self._wait_for("Tx-bps", 30, mark)
         c2, t2 = task_ticks(self.proc.pid), time.monotonic()
         self._send("stop")
-        self._wait_for("Done.", 10, mark)
+        self._wait_for("Done.", 30, mark)
         values = [int(v) for v in re.findall(counter + r":\s+(\d+)", out[mark:])]
         if not values:
             raise NotRun(f"could not read {counter} from dpdk-testpmd")
