@@ -1,6 +1,7 @@
 // The rawpipe subcommands. Each returns the process exit code.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -12,6 +13,21 @@ struct RunOptions {
   std::string json_file;             // empty: no JSON summary
 };
 
+// rawpipe gen (gen.cc).
+struct GenOptions {
+  std::string config;
+  std::string port;                     // transmit on this port
+  std::string source;                   // frames from this port's rx queue 0; empty: the only synth port
+  std::uint16_t queue = 0;              // tx queue of `port`
+  double rate_pps = 0;                  // 0: flat out
+  std::uint64_t count = 0;              // 0: until the duration ends or Ctrl-C
+  double duration_s = 0;                // 0: until the count is sent or Ctrl-C
+  double interval_s = 1.0;              // seconds between rate lines
+  std::optional<int> cpu;               // unset: the cpu of the config's lcore polling the source
+  std::optional<std::uint16_t> burst;   // unset: that lcore's burst
+  std::string json_file;
+};
+
 struct DoctorOptions {
   std::string config;  // empty: check the machine in general
   bool json = false;
@@ -21,5 +37,6 @@ int run_command(const RunOptions& options);
 int doctor_command(const DoctorOptions& options);
 int check_command(const std::string& config);
 int list_pmds_command();
+int gen_command(const GenOptions& options);
 
 }  // namespace rawpipe::app

@@ -24,6 +24,27 @@ int main(int argc, char** argv) {
           ->check(CLI::NonNegativeNumber);
   run_cmd->add_option("-j,--json", run.json_file, "Write the final summary as JSON to this file");
 
+  GenOptions gen;
+  int gen_cpu = -1;
+  std::uint16_t gen_burst = 32;
+  CLI::App* gen_cmd = cli.add_subcommand(
+      "gen", "Transmit a config's synth frames (sizes, IMIX, flows, VLAN, malformed share) on a port, at a rate or flat out");
+  gen_cmd->add_option("config", gen.config, "TOML config with the synth port and the transmit port")
+      ->required()->check(CLI::ExistingFile);
+  gen_cmd->add_option("-p,--port", gen.port, "Port to transmit on")->required();
+  gen_cmd->add_option("--source", gen.source, "Port whose rx queue 0 makes the frames (default: the only synth port)");
+  gen_cmd->add_option("--queue", gen.queue, "tx queue of --port");
+  gen_cmd->add_option("-r,--rate", gen.rate_pps, "Frames per second (token bucket); 0 = flat out")
+      ->check(CLI::NonNegativeNumber);
+  gen_cmd->add_option("-n,--count", gen.count, "Frames to send, then stop; 0 = no limit");
+  gen_cmd->add_option("-d,--duration", gen.duration_s, "Seconds to run; 0 = until --count or Ctrl-C")
+      ->check(CLI::NonNegativeNumber);
+  gen_cmd->add_option("--interval", gen.interval_s, "Seconds between rate lines")->check(CLI::PositiveNumber);
+  CLI::Option* gen_cpu_opt = gen_cmd->add_option("--cpu", gen_cpu, "CPU for the sending thread (default: the lcore's)");
+  CLI::Option* gen_burst_opt =
+      gen_cmd->add_option("--burst", gen_burst, "Frames per burst, 1-256 (default: the lcore's)")->check(CLI::Range(1, 256));
+  gen_cmd->add_option("-j,--json", gen.json_file, "Write the final counts as JSON to this file");
+
   std::string check_config;
   CLI::App* check_cmd = cli.add_subcommand("check", "Validate a config and print the plan, without running it");
   check_cmd->add_option("config", check_config, "TOML config file")->required();
@@ -53,6 +74,11 @@ int main(int argc, char** argv) {
   if (*run_cmd) {
     if (*duration_opt) run.duration_s = duration;
     return run_command(run);
+  }
+  if (*gen_cmd) {
+    if (*gen_cpu_opt) gen.cpu = gen_cpu;
+    if (*gen_burst_opt) gen.burst = gen_burst;
+    return gen_command(gen);
   }
   if (*check_cmd) return check_command(check_config);
   if (*list_cmd) return list_pmds_command();

@@ -33,6 +33,18 @@ std::string LiveStats::line(const PipelineSnapshot& now) {
   return out;
 }
 
+RateWindow RateWindow::between(const PipelineSnapshot& first, const PipelineSnapshot& last) noexcept {
+  RateWindow w;
+  w.seconds = last.time_ns > first.time_ns ? double(last.time_ns - first.time_ns) / 1e9 : 0;
+  w.rx = last.total.rx_packets - first.total.rx_packets;
+  w.delivered = last.total.delivered - first.total.delivered;
+  w.transmitted = last.total.transmitted - first.total.transmitted;
+  w.dropped = last.total.dropped() - first.total.dropped();
+  for (std::size_t i = 0; i < last.lcores.size(); ++i)
+    w.rx_per_lcore.push_back(last.lcores[i].rx_packets - (i < first.lcores.size() ? first.lcores[i].rx_packets : 0));
+  return w;
+}
+
 bool RunSummary::lossless() const {
   for (const PortStats& p : port_stats)
     if (!loss_totals(rawpipe::lost_before_pipeline(p)).lossless()) return false;
@@ -61,8 +73,13 @@ std::string loss_reasons(const PortLosses& losses) {
 
 std::string format_summary(const RunSummary& s) {
   const Accounting& a = s.accounting;
-  std::string out = fmt::format("summary after {:.3f} s: rx {} packets, {} bytes, {} average\n", s.seconds, a.rx_packets,
-                                a.rx_bytes, format_rate(s.seconds > 0 ? double(a.rx_packets) / s.seconds : 0));
+  const RateWindow& w = s.window;
+  std::string out = fmt::format("summary: rx {} packets, {} bytes\n", a.rx_packets, a.rx_bytes);
+  // Rates only from what was counted inside the window; delivered and dropped beside rx, so a run
+  // that drops everything cannot pass for one that delivers.
+  out += fmt::format("  rates over the {:.3f} s measured window ({} packets received in it): rx {}, delivered {}, "
+                     "transmitted {}, dropped {}\n", w.seconds, w.rx, format_rate(w.pps(w.rx)),
+                     format_rate(w.pps(w.delivered)), format_rate(w.pps(w.transmitted)), format_rate(w.pps(w.dropped)));
   out += fmt::format("  delivered {}\n", a.delivered);
   for (std::size_t e = 0; e < a.delivered_per_endpoint.size(); ++e) {
     out += fmt::format("    endpoint {:<16} {}", s.endpoint_names[e], a.delivered_per_endpoint[e]);
@@ -118,6 +135,12 @@ nlohmann::json summary_json(const RunSummary& s) {
   j["rx_packets"] = a.rx_packets;
   j["rx_bytes"] = a.rx_bytes;
   j["mpps"] = s.mpps();
+  const RateWindow& w = s.window;
+  j["window"] = {{"seconds", w.seconds},          {"rx_packets", w.rx},
+                 {"delivered", w.delivered},      {"transmitted", w.transmitted},
+                 {"dropped", w.dropped},          {"rx_mpps", w.pps(w.rx) / 1e6},
+                 {"delivered_mpps", w.pps(w.delivered) / 1e6}, {"transmitted_mpps", w.pps(w.transmitted) / 1e6},
+                 {"dropped_mpps", w.pps(w.dropped) / 1e6}};
   j["delivered"] = a.delivered;
   nlohmann::json per_ep = nlohmann::json::object();
   for (std::size_t e = 0; e < a.delivered_per_endpoint.size(); ++e) per_ep[s.endpoint_names[e]] = a.delivered_per_endpoint[e];
@@ -140,10 +163,13 @@ nlohmann::json summary_json(const RunSummary& s) {
   for (const auto& p : a.pools) pools.push_back({{"name", p.name}, {"count", p.count}, {"outstanding", p.outstanding}});
   j["pools"] = pools;
   nlohmann::json lcores = nlohmann::json::array();
-  for (const auto& l : s.lcores)
+  for (std::size_t i = 0; i < s.lcores.size(); ++i) {
+    const LcoreStats& l = s.lcores[i];
+    const std::uint64_t in_window = i < w.rx_per_lcore.size() ? w.rx_per_lcore[i] : 0;
     lcores.push_back({{"id", l.id}, {"cpu", l.cpu}, {"rx_packets", l.rx_packets}, {"bursts", l.bursts},
                       {"empty_polls", l.empty_polls}, {"delivered", l.delivered}, {"transmitted", l.transmitted},
-                      {"mpps", s.seconds > 0 ? double(l.rx_packets) / s.seconds / 1e6 : 0.0}});
+                      {"mpps", w.pps(in_window) / 1e6}});
+  }
   j["lcores"] = lcores;
   nlohmann::json ports = nlohmann::json::object();
   for (std::size_t p = 0; p < s.port_stats.size(); ++p) {

@@ -26,9 +26,21 @@ class LiveStats {
   PipelineSnapshot prev_;
 };
 
+// What the lcores counted between two snapshots: rates over exactly the interval the packets were
+// counted in (the run's totals also hold what arrived during setup and after the stop request).
+struct RateWindow {
+  double seconds = 0;
+  std::uint64_t rx = 0, delivered = 0, transmitted = 0, dropped = 0;
+  std::vector<std::uint64_t> rx_per_lcore;  // in plan order
+
+  static RateWindow between(const PipelineSnapshot& first, const PipelineSnapshot& last) noexcept;
+  double pps(std::uint64_t n) const noexcept { return seconds > 0 ? double(n) / seconds : 0; }
+};
+
 struct RunSummary {
   std::string config;
-  double seconds = 0;               // from start() to the stop request
+  double seconds = 0;               // the measured window: from the first snapshot after setup to the stop request
+  RateWindow window;                // what the lcores counted in that window
   Accounting accounting;
   std::vector<LcoreStats> lcores;
   std::vector<std::string> endpoint_names;
@@ -37,7 +49,8 @@ struct RunSummary {
   std::vector<PortStats> port_stats;    // by port id
   std::vector<std::string> port_paths;  // by port id: each port's path report (driver and mode per queue)
 
-  double mpps() const noexcept { return seconds > 0 ? double(accounting.rx_packets) / seconds / 1e6 : 0; }
+  // Received packets over the window they were counted in (drops included: see window.dropped).
+  double mpps() const noexcept { return window.pps(window.rx) / 1e6; }
   // The pipeline's own verdict: every packet it received accounted for, every buffer back.
   bool ok() const noexcept { return accounting.balanced() && accounting.outstanding() == 0; }
   // No port lost a frame before the pipeline, and every such counter could be read.

@@ -248,7 +248,8 @@ int run_command(const RunOptions& options) {
 
   RunSummary summary;
   summary.config = options.config;
-  summary.seconds = double(last.time_ns - first.time_ns) / 1e9;
+  summary.window = RateWindow::between(first, last);
+  summary.seconds = summary.window.seconds;
   summary.accounting = pipeline->accounting();
   summary.lcores = pipeline->snapshot().lcores;
   for (const auto& e : plan.endpoints) summary.endpoint_names.push_back(e.name);

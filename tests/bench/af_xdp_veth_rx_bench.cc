@@ -52,11 +52,13 @@ void port_rx(benchmark::State& state, const char* pmd, const std::string& driver
   const std::uint32_t ring = static_cast<std::uint32_t>(std::atoi(env("RAWPIPE_BENCH_RING", "8192").c_str()));
   pc.count = 2 * ring + 1024;
   pc.buf_size = 2048;
-  auto pool = Pool::create(pc);
-  if (!pool) return state.SkipWithError(pool.message().c_str());
   auto section = ConfigSection::parse_string(fmt::format("interface = '{}'\n{}", iface, driver_keys), "bench");
   auto spec = drv->parse(section.value());
   if (!spec) return state.SkipWithError(spec.message().c_str());
+  // As the config loader does: AF_XDP frames (UMEM) must be exactly buf_size apart.
+  pc.exact_stride = spec.value()->needs_exact_pool_stride();
+  auto pool = Pool::create(pc);
+  if (!pool) return state.SkipWithError(pool.message().c_str());
   PortEnv penv;
   penv.name = "bench";
   penv.pool = pool.value().get();

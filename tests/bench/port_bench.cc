@@ -39,16 +39,6 @@ Rig make_rig(const char* pmd, const std::string& keys) {
     r.error = std::string("driver '") + pmd + "' is not built";
     return r;
   }
-  PoolConfig pc;
-  pc.name = "bench";
-  pc.count = 8192;
-  pc.cache_size = 256;
-  auto pool = Pool::create(pc);
-  if (!pool) {
-    r.error = pool.message();
-    return r;
-  }
-  r.pool = std::move(pool).value();
   auto section = ConfigSection::parse_string(keys, "port_bench");
   if (!section) {
     r.error = section.message();
@@ -63,6 +53,19 @@ Rig make_rig(const char* pmd, const std::string& keys) {
     r.error = st.message();
     return r;
   }
+  // The pool as the config loader makes it for this driver: slots exactly buf_size apart when the
+  // driver finds a slot by shifting an address (DPDK zero-copy, AF_XDP UMEM).
+  PoolConfig pc;
+  pc.name = "bench";
+  pc.count = 8192;
+  pc.cache_size = 256;
+  pc.exact_stride = spec.value()->needs_exact_pool_stride();
+  auto pool = Pool::create(pc);
+  if (!pool) {
+    r.error = pool.message();
+    return r;
+  }
+  r.pool = std::move(pool).value();
   PortEnv env;
   env.name = pmd;
   env.pool = r.pool.get();

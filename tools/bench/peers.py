@@ -16,6 +16,61 @@ class NotRun(Exception):
     """A figure that could not be measured, with the reason."""
 
 
+class Sample(float):
+    """One figure (a float) and the CPU its side burnt for it: `cpus` is the sum over every thread
+    of the process (lcores, consumer, main, helpers) of its CPU time in the window divided by the
+    window, i.e. how many CPUs the side kept busy; `threads` names each thread that was busy."""
+
+    def __new__(cls, value, cpus=None, threads=None, extra=None):
+        obj = super().__new__(cls, value)
+        obj.cpus = cpus
+        obj.threads = threads or {}
+        obj.extra = extra or {}
+        return obj
+
+
+TICKS = os.sysconf("SC_CLK_TCK")
+BUSY_SHARE = 0.05  # a thread under 5% of a CPU in the window is waiting, not working
+
+
+def task_ticks(pid):
+    """{tid: (name, utime + stime in clock ticks)} for every thread of `pid` (empty once it exited)."""
+    out = {}
+    base = f"/proc/{pid}/task"
+    try:
+        tids = os.listdir(base)
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"{base}/{tid}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue  # the thread ended between listdir and open
+        name = text[text.index("(") + 1:text.rindex(")")]
+        fields = text.rsplit(")", 1)[1].split()
+        out[tid] = (name, int(fields[11]) + int(fields[12]))
+    return out
+
+
+def cpu_between(a, b, seconds):
+    """(busy CPUs, {thread name: share of a CPU}) from two task_ticks() readings `seconds` apart.
+    Every thread counts, so a side with a busy consumer thread beside its lcore shows two CPUs; a
+    thread that ended in the window counts with its last reading."""
+    if seconds <= 0:
+        return None, {}
+    shares = {}
+    total = 0
+    for tid, (name, ticks) in b.items():
+        d = ticks - a.get(tid, (name, 0))[1]
+        total += d
+        share = d / TICKS / seconds
+        if share >= BUSY_SHARE:
+            key = name if name not in shares else f"{name}[{tid}]"
+            shares[key] = round(share, 3)
+    return total / TICKS / seconds, shares
+
+
 # Every DPDK process in the harness: no hugepages needed, no shared files, no telemetry socket,
 # no PCI scan, so it runs on any Linux box and never collides with another DPDK process.
 TESTPMD_EAL = ["--no-huge", "-m", "256", "--no-shconf", "--no-telemetry", "--no-pci", "--log-level=*:error"]
@@ -36,7 +91,7 @@ class Testpmd:
     """One dpdk-testpmd process in interactive mode. Forwarding runs only while measure() runs, so
     the process can stay up between the A and B samples without taking a core from the other side."""
 
-    def __init__(self, vdev, cores=1, mbufs=8192, burst=32, fwd_cpus=None):
+    def __init__(self, vdev, cores=1, mbufs=8192, burst=32, fwd_cpus=None, extra=()):
         exe = shutil.which("dpdk-testpmd")
         if not exe:
             raise NotRun("dpdk-testpmd is not installed (Debian package dpdk)")
@@ -45,7 +100,7 @@ class Testpmd:
         self.cmdline = prefix + [exe] + TESTPMD_EAL + ["--lcores", testpmd_lcores(cores, fwd_cpus), "--vdev", vdev, "--",
                                               "-i", f"--nb-cores={cores}", f"--rxq={cores}", f"--txq={cores}",
                                               f"--total-num-mbufs={mbufs}", f"--burst={burst}",
-                                              "--forward-mode=rxonly"]
+                                              "--forward-mode=rxonly"] + list(extra)
         self.log = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(self.cmdline, stdin=subprocess.PIPE, stdout=self.log,
                                      stderr=subprocess.STDOUT, text=True)
@@ -73,25 +128,31 @@ class Testpmd:
         self.proc.stdin.write(cmd + "\n")
         self.proc.stdin.flush()
 
-    def measure(self, mode, seconds, warmup=0.3):
-        """Forwards in `mode` (rxonly, 5tswap, ...) for warmup + seconds; returns received Mpps over
-        the measured interval as testpmd computes it (TSC-timed, between two 'show port stats')."""
+    def measure(self, mode, seconds, warmup=0.3, counter="Rx-pps"):
+        """Forwards in `mode` (rxonly, 5tswap, txonly, ...) for warmup + seconds; returns received
+        (counter="Rx-pps") or transmitted ("Tx-pps") Mpps over the measured interval as testpmd
+        computes it (TSC-timed, between two 'show port stats')."""
+        # Answers may take seconds on a loaded 2-CPU host (testpmd's command line shares a CPU):
+        # a generous wait, so that a slow answer is not mistaken for a missing figure.
         self._send(f"set fwd {mode}")
         self._send("start")
         time.sleep(warmup)
         mark = len(self._output())
         self._send("show port stats all")
-        self._wait_for("Rx-pps", 10, mark)
+        self._wait_for(counter, 30, mark)
+        c1, t1 = task_ticks(self.proc.pid), time.monotonic()
         time.sleep(seconds)
         mark = len(self._output())
         self._send("show port stats all")
-        out = self._wait_for("Tx-bps", 10, mark)
+        out = self._wait_for("Tx-bps", 30, mark)
+        c2, t2 = task_ticks(self.proc.pid), time.monotonic()
         self._send("stop")
-        self._wait_for("Done.", 10, mark)
-        values = [int(v) for v in re.findall(r"Rx-pps:\s+(\d+)", out[mark:])]
+        self._wait_for("Done.", 30, mark)
+        values = [int(v) for v in re.findall(counter + r":\s+(\d+)", out[mark:])]
         if not values:
-            raise NotRun("could not read Rx-pps from dpdk-testpmd")
-        return sum(values) / 1e6  # one line per port
+            raise NotRun(f"could not read {counter} from dpdk-testpmd")
+        cpus, threads = cpu_between(c1, c2, t2 - t1)
+        return Sample(sum(values) / 1e6, cpus, threads)  # one line per port
 
     def rss_mib(self):
         return rss_mib(self.proc.pid)
@@ -135,30 +196,39 @@ def find_number(obj, keys):
 
 
 class Rawpipe:
-    """`rawpipe run CONFIG --duration S --json FILE` (the app of issue 2)."""
+    """`rawpipe run CONFIG --duration S --json FILE`."""
 
-    def __init__(self, exe):
+    def __init__(self, exe, expected=""):
         if not exe:
-            raise NotRun("apps/rawpipe/rawpipe is not built yet (the rawpipe app, issue 2, has not landed)")
+            raise NotRun(f"{expected or 'apps/rawpipe/rawpipe'} does not exist: build it "
+                         f"(ninja -C BUILD apps/rawpipe/rawpipe) or drop --no-build")
         self.exe = exe
 
     def command_line(self, config, seconds):
         return f"{self.exe} run {config} --duration {seconds} --json OUT.json"
 
     def run(self, config, seconds, sample_rss=False):
-        """Returns (Mpps, json, rss samples) of one run."""
+        """Returns (Sample of received Mpps, json, rss samples) of one run. The rate is rawpipe's own:
+        packets received in its measured window over that window (JSON "window"); the Sample also
+        carries the delivered and dropped rates and the CPUs every thread of the process burnt while
+        the lcores ran."""
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "run.json")
             cmd = [self.exe, "run", config, "--duration", str(seconds), "--json", out]
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            rss = []
-            if sample_rss:
-                t0 = time.monotonic()
-                while proc.poll() is None:
+            rss, ticks = [], []
+            t0 = time.monotonic()
+            # Output goes to a pipe nobody reads while it runs: the summary is short, it fits.
+            while proc.poll() is None:
+                now = time.monotonic()
+                tt = task_ticks(proc.pid)
+                if tt:
+                    ticks.append((now, tt))
+                if sample_rss:
                     v = rss_mib(proc.pid)
                     if v is not None:
-                        rss.append((time.monotonic() - t0, v))
-                    time.sleep(0.1)
+                        rss.append((now - t0, v))
+                time.sleep(0.05)
             text, _ = proc.communicate(timeout=seconds + 120)
             if proc.returncode != 0:
                 raise NotRun(f"rawpipe run {os.path.basename(config)} failed (exit {proc.returncode}): "
@@ -168,13 +238,89 @@ class Rawpipe:
                     data = json.load(f)
             except (OSError, ValueError) as e:
                 raise NotRun(f"rawpipe run wrote no readable JSON ({e})")
-        mpps = find_number(data, ["rx_mpps", "mpps", "Mpps", "delivered_mpps"])
-        if mpps is None:
-            pps = find_number(data, ["rx_pps", "pps"])
-            mpps = pps / 1e6 if pps is not None else None
-        if mpps is None:
-            raise NotRun("rawpipe's JSON has no rx_mpps/mpps/rx_pps figure")
-        return mpps, data, rss
+        window = data.get("window")
+        if not isinstance(window, dict) or not isinstance(window.get("rx_mpps"), (int, float)):
+            raise NotRun("rawpipe's JSON has no window.rx_mpps (received packets over the measured window)")
+        cpus, threads = lcore_window_cpu(ticks)
+        extra = {k: window.get(k) for k in ("delivered_mpps", "dropped_mpps", "transmitted_mpps", "seconds")}
+        extra["drops"] = {k: v for k, v in data.get("drops", {}).items() if v}
+        return Sample(float(window["rx_mpps"]), cpus, threads, extra), data, rss
+
+
+class RawpipeGen:
+    """`rawpipe gen CONFIG --port PORT --duration S --json FILE`: the sent rate over gen's own
+    window and the CPUs every thread of the process burnt while the sending thread ran."""
+
+    def __init__(self, exe, expected=""):
+        if not exe:
+            raise NotRun(f"{expected or 'apps/rawpipe/rawpipe'} does not exist: build it "
+                         f"(ninja -C BUILD apps/rawpipe/rawpipe) or drop --no-build")
+        self.exe = exe
+
+    def command_line(self, config, port, seconds, rate=0):
+        return (f"{self.exe} gen {config} --port {port} --duration {seconds}"
+                + (f" --rate {rate:.0f}" if rate else "") + " --json OUT.json")
+
+    def run(self, config, port, seconds, rate=0, extra=(), prefix=()):
+        """Returns (Sample of sent Mpps, gen's JSON)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "gen.json")
+            cmd = list(prefix) + [self.exe, "gen", config, "--port", port, "--duration", str(seconds),
+                                  "--json", out] + (["--rate", str(rate)] if rate else []) + list(extra)
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            ticks = []
+            while proc.poll() is None:
+                # With a prefix (ip netns exec) the generator is a child: follow it.
+                pid = proc.pid if not prefix else (child_pid(proc.pid) or proc.pid)
+                tt = task_ticks(pid)
+                if tt:
+                    ticks.append((time.monotonic(), tt))
+                time.sleep(0.05)
+            text, _ = proc.communicate(timeout=seconds + 120)
+            if proc.returncode != 0:
+                raise NotRun(f"rawpipe gen {os.path.basename(config)} failed (exit {proc.returncode}): "
+                             f"{text.strip()[-500:]}")
+            try:
+                with open(out) as f:
+                    data = json.load(f)
+            except (OSError, ValueError) as e:
+                raise NotRun(f"rawpipe gen wrote no readable JSON ({e})")
+        cpus, threads = thread_window_cpu(ticks, "rawpipe-gen")
+        return Sample(float(data["sent_mpps"]), cpus, threads, {"refused": data.get("refused")}), data
+
+
+def child_pid(pid):
+    """The first child of pid (the program `ip netns exec` runs), or None."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = f.read().split()
+        return int(kids[0]) if kids else None
+    except (OSError, ValueError):
+        return None
+
+
+def thread_window_cpu(ticks, prefix):
+    """Busy CPUs of a process from its periodic task_ticks() readings, from the first reading in
+    which a thread named prefix* exists to the last one, so setup and teardown do not dilute it."""
+    live = [(t, tt) for t, tt in ticks if any(name.startswith(prefix) for name, _ in tt.values())]
+    if len(live) < 3:
+        return None, {}
+    (ta, a), (tb, b) = live[1], live[-1]  # skip the reading that may straddle the thread's start
+    return cpu_between(a, b, tb - ta)
+
+
+def lcore_window_cpu(ticks):
+    """Busy CPUs of a rawpipe process from its periodic task_ticks() readings: from the first
+    reading where an lcore thread (rawpipe-lc*) exists to the last one in which it still runs, so
+    setup and teardown do not dilute the figure."""
+    def has_lcore(tt):
+        return any(name.startswith("rawpipe-lc") for name, _ in tt.values())
+
+    live = [(t, tt) for t, tt in ticks if has_lcore(tt)]
+    if len(live) < 3:
+        return None, {}
+    (ta, a), (tb, b) = live[1], live[-1]  # skip the reading that may straddle the lcores' start
+    return cpu_between(a, b, tb - ta)
 
 
 class GoogleBenchmark:
@@ -205,5 +351,7 @@ class GoogleBenchmark:
             if b.get("error_occurred"):
                 raise NotRun(f"{name}: {b.get('error_message')}")
             if "items_per_second" in b:
-                return b["items_per_second"] / 1e6
+                # One thread: the share of a CPU it had is its CPU time over the wall time.
+                cpus = b["cpu_time"] / b["real_time"] if b.get("real_time") and "cpu_time" in b else None
+                return Sample(b["items_per_second"] / 1e6, cpus, {os.path.basename(self.exe): cpus} if cpus else {})
         raise NotRun(f"{name}: no items_per_second in the output")

@@ -59,16 +59,35 @@ def markdown(result):
                "ratio = rawpipe / peer (above 1 is better for rates, below 1 is better for latency, "
                "time per packet and memory).")
     out.append("")
-    out.append("| # | scenario | rawpipe | peer | unit | rawpipe figure | peer figure | ratio |")
-    out.append("|---|---|---|---|---|---|---|---|")
+    out.append("Each row names the work each side does per packet: compare ratios only where the work matches. "
+               "busy CPUs = CPU time of every thread of the process (lcores, consumer, helpers) over the window; "
+               "per-CPU ratio = (rawpipe figure / its busy CPUs) / (peer figure / its busy CPUs).")
+    out.append("")
+    out.append("| # | scenario | rawpipe | rawpipe work | peer | peer work | unit | rawpipe figure | peer figure "
+               "| ratio | busy CPUs rawpipe / peer | per-CPU ratio |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in result["rows"]:
-        if row["status"] == "not run":
-            out.append(f"| {row['id']} | {row['title']} | {row['rawpipe_label']} | {row['peer_label']} | "
-                       f"{row['unit']} | not run | not run | - |")
-        else:
-            out.append(f"| {row['id']} | {row['title']} | {row['rawpipe_label']} | {row['peer_label']} | "
-                       f"{row['unit']} | {fmt_value(row['rawpipe'], row['unit'])} | "
-                       f"{fmt_value(row['peer'], row['unit'])} | {ratio_text(row)} |")
+        def fig(side):
+            if row[side] is not None:
+                return fmt_value(row[side], row["unit"])
+            if side == "peer" and not row.get("needs_peer", True):
+                return "no peer"
+            return "not measured"
+
+        cpus = "-"
+        if row.get("rawpipe_cpus") or row.get("peer_cpus"):
+            cpus = " / ".join(f"{row[k]['median']:.2f}" if row.get(k) else "-" for k in ("rawpipe_cpus", "peer_cpus"))
+        per_cpu = "-" if row.get("ratio_per_cpu") is None else f"{row['ratio_per_cpu']:.2f}"
+        out.append(f"| {row['id']} | {row['title']} | {row['rawpipe_label']} | {row.get('rawpipe_work', '')} | "
+                   f"{row['peer_label']} | {row.get('peer_work', '')} | {row['unit']} | {fig('rawpipe')} | "
+                   f"{fig('peer')} | {ratio_text(row)} | {cpus} | {per_cpu} |")
+    repro = [r for r in result["rows"] if r.get("reproduce")]
+    if repro:
+        out.append("")
+        out.append("Each row's command (run from the source tree; `build-bench` is what `tools/bench/run` builds):")
+        out.append("")
+        for r in repro:
+            out.append(f"- {r['id']}: `{r['reproduce']}`")
     notes = [r for r in result["rows"] if r.get("reason") or r.get("note")]
     if notes:
         out.append("")
@@ -156,26 +175,84 @@ plot {', '.join(plot_parts)}
         if _gnuplot(script, out_dir):
             written.append("sizes.png")
 
-    # Latency percentiles (scenario 5).
+    # Latency percentiles (scenario 5): p50, p99 and p99.9 of each echo server, log scale (the
+    # tails are milliseconds when the medians are microseconds).
     lat = [r for r in rows if r["unit"] == "us" and r["rawpipe"] and r["peer"]]
     if lat:
         dat = os.path.join(out_dir, "latency.dat")
         with open(dat, "w") as f:
             for r in lat:
-                f.write(f"\"{r['id']}\" {r['rawpipe']['median']:.3f} {r['peer']['median']:.3f}\n")
+                f.write(f"\"{r['id'].replace('5.', '', 1)}\" {r['rawpipe']['median']:.3f} {r['peer']['median']:.3f}\n")
         script = """
-set terminal pngcairo size 900,480 noenhanced
+set terminal pngcairo size 1200,520 noenhanced
 set output 'latency.png'
-set title 'Round-trip latency (lower is better)'
-set ylabel 'microseconds'
+set title 'Round-trip latency percentiles: rawpipe echo and the kernel peer, same client, same run (lower is better)'
+set ylabel 'microseconds (log scale)'
+set logscale y
 set style data histograms
 set style fill solid 0.8 border -1
+set xtics rotate by -35
 set grid ytics
-set yrange [0:*]
 plot 'latency.dat' using 2:xtic(1) title 'rawpipe', '' using 3 title 'peer'
 """
         if _gnuplot(script, out_dir):
             written.append("latency.png")
+
+    # Lcore scaling (scenario 2): rate against lcores for each frame size, rawpipe and testpmd.
+    scaling = {}
+    for r in rows:
+        if r.get("scenario") == 2 and r.get("frame_size") and r.get("series") and not r["id"].endswith(".w"):
+            cores = int(str(r["series"]).split()[0])
+            for side in ("rawpipe", "peer"):
+                if r[side]:
+                    scaling.setdefault((side, r["frame_size"]), {})[cores] = r[side]["median"]
+    if any(len(v) > 1 for v in scaling.values()):
+        keys = sorted(k for k, v in scaling.items() if len(v) > 1)
+        with open(os.path.join(out_dir, "lcores.dat"), "w") as f:
+            for side, size in keys:
+                f.write(f"# {side} {size}\n")
+                for cores, v in sorted(scaling[(side, size)].items()):
+                    f.write(f"{cores} {v:.4f}\n")
+                f.write("\n\n")
+        parts = [f"'lcores.dat' index {i} using 1:2 with linespoints title '{'rawpipe sink' if side == 'rawpipe' else 'testpmd rxonly'} {size} B'"
+                 for i, (side, size) in enumerate(keys)]
+        script = f"""
+set terminal pngcairo size 900,520 noenhanced
+set output 'lcores.png'
+set title 'Lcore scaling (scenario 2): receive-only on 1 and 2 cores'
+set xlabel 'lcores (forwarding cores)'
+set ylabel 'Mpps'
+set xtics 1
+set xrange [0.8:*]
+set yrange [0:*]
+set grid
+set key below
+plot {', '.join(parts)}
+"""
+        if _gnuplot(script, out_dir):
+            written.append("lcores.png")
+
+    # NDR and PDR per port type (scenario 9).
+    ndr = [r for r in rows if r.get("scenario") == 9 and r["rawpipe"] and r["peer"]]
+    if ndr:
+        with open(os.path.join(out_dir, "ndr.dat"), "w") as f:
+            for r in ndr:
+                f.write(f"\"{r['id'].replace('9.', '', 1)}\" {r['rawpipe']['median']:.4f} {r['peer']['median']:.4f}\n")
+        script = """
+set terminal pngcairo size 1000,520 noenhanced
+set output 'ndr.png'
+set title 'Zero-loss (NDR) and 0.5%-loss (PDR) rate across veth, same generator: rawpipe port and its peer'
+set offset 0,0,graph 0.1,0
+set ylabel 'Mpps offered'
+set style data histograms
+set style fill solid 0.8 border -1
+set xtics rotate by -25
+set grid ytics
+set yrange [0:*]
+plot 'ndr.dat' using 2:xtic(1) title 'rawpipe', '' using 3 title 'peer (testpmd / kernel socket)'
+"""
+        if _gnuplot(script, out_dir):
+            written.append("ndr.png")
     return written
 
 

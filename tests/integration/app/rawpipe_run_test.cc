@@ -73,6 +73,25 @@ TEST_F(RawpipeBinary, DefaultConfigRunsForASecondAndBalances) {
   EXPECT_GT(j["rx_packets"].get<std::uint64_t>(), 0u);
   EXPECT_GT(j["rx_bytes"].get<std::uint64_t>(), 0u);
   EXPECT_GT(j["mpps"].get<double>(), 0.0);
+  // The rate is what was received in the measured window over that window: synth keeps delivering
+  // during setup and after the stop request, so the run's total over the window would overstate it.
+  const auto& w = j["window"];
+  const double secs = w["seconds"].get<double>();
+  const auto in_window = w["rx_packets"].get<std::uint64_t>();
+  EXPECT_GT(secs, 0.5);
+  EXPECT_DOUBLE_EQ(j["seconds"].get<double>(), secs);
+  EXPECT_GT(in_window, 0u);
+  EXPECT_LT(in_window, j["rx_packets"].get<std::uint64_t>());
+  EXPECT_NEAR(j["mpps"].get<double>(), double(in_window) / secs / 1e6, 1e-9);
+  EXPECT_NEAR(w["rx_mpps"].get<double>(), j["mpps"].get<double>(), 1e-9);
+  // Delivered and dropped rates beside it: their sum is the receive rate (each lcore counter is read
+  // on its own, so allow a few bursts' worth of skew).
+  const double parts = w["delivered_mpps"].get<double>() + w["transmitted_mpps"].get<double>() +
+                       w["dropped_mpps"].get<double>();
+  EXPECT_NEAR(parts, j["mpps"].get<double>(), j["mpps"].get<double>() * 0.01);
+  EXPECT_GT(w["dropped_mpps"].get<double>(), 0.0);  // no_match and malformed frames are not delivered
+  EXPECT_LT(w["delivered_mpps"].get<double>(), j["mpps"].get<double>());
+  EXPECT_NE(o.out.find("measured window"), std::string::npos) << o.out;
   EXPECT_TRUE(j["delivered_per_endpoint"].contains("video"));
   EXPECT_TRUE(j["delivered_per_endpoint"].contains("telemetry"));
   // 1% malformed frames and the unmatched fourth group show up by reason.

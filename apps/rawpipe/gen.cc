@@ -1,0 +1,148 @@
+// `rawpipe gen CONFIG --port NAME`: transmit the frames a config's synth port makes (or any port's
+// receive queue: a pcap replay) on another port, at a rate or flat out, with a line per interval
+// and a final count (rawpipe/generator.hh does the work).
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.hh"
+#include "report.hh"
+#include "rawpipe/config.hh"
+#include "rawpipe/generator.hh"
+
+namespace rawpipe::app {
+namespace {
+
+std::atomic<TrafficGenerator*> g_gen{nullptr};
+static_assert(std::atomic<TrafficGenerator*>::is_always_lock_free);
+
+extern "C" void on_gen_signal(int) {
+  if (TrafficGenerator* g = g_gen.load(std::memory_order_relaxed)) g->request_stop();
+}
+
+std::string gbits(double bytes_per_s) { return fmt::format("{:.2f} Gbit/s", bytes_per_s * 8 / 1e9); }
+
+}  // namespace
+
+int gen_command(const GenOptions& options) {
+  auto loaded = load_config(options.config);
+  if (!loaded) {
+    fmt::print(stderr, "rawpipe gen: {}\n", loaded.message());
+    return 1;
+  }
+  const Plan& plan = loaded->plan;
+  GeneratorOptions go;
+  go.source = options.source;
+  go.target = options.port;
+  go.target_queue = options.queue;
+  go.rate_pps = options.rate_pps;
+  go.count = options.count;
+  // Without --cpu or --burst, the config's lcore that polls the source queue says them.
+  std::string src = go.source;
+  if (src.empty())
+    for (const PortPlan& p : plan.ports)
+      if (p.pmd == "synth") src = p.name;
+  for (const LcorePlan& l : plan.lcores)
+    for (const auto& q : l.rx)
+      if (q.port < plan.ports.size() && plan.ports[q.port].name == src && q.queue == go.source_queue) {
+        go.cpu = l.cpu;
+        go.burst = l.burst;
+      }
+  if (options.cpu) go.cpu = *options.cpu;
+  if (options.burst) go.burst = *options.burst;
+
+  auto created = TrafficGenerator::create(plan, go);
+  if (!created) {
+    fmt::print(stderr, "rawpipe gen: {}\n", created.message());
+    return 1;
+  }
+  std::unique_ptr<TrafficGenerator> gen = std::move(created).value();
+
+  g_gen.store(gen.get(), std::memory_order_relaxed);
+  struct sigaction sa {}, old_int {}, old_term {};
+  sa.sa_handler = on_gen_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+
+  int rc = 0;
+  if (Status s = gen->start(); !s) {
+    fmt::print(stderr, "rawpipe gen: {}\n", s.message());
+    rc = 1;
+  } else {
+    // Once started: only then does a port know its real mode (AF_XDP zero-copy or copy).
+    fmt::print("{}\n", gen->describe());
+    std::fflush(stdout);
+  }
+  using Clock = std::chrono::steady_clock;
+  const GeneratorCounts first = gen->counts();
+  GeneratorCounts prev = first;
+  const auto t0 = Clock::now();
+  const auto deadline = options.duration_s > 0 ? t0 + std::chrono::duration_cast<Clock::duration>(
+                                                          std::chrono::duration<double>(options.duration_s))
+                                               : Clock::time_point::max();
+  const auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.interval_s));
+  auto next_line = t0 + interval;
+  while (rc == 0) {
+    const GeneratorCounts c = gen->counts();
+    if (c.finished || Clock::now() >= deadline) break;
+    if (Clock::now() >= next_line) {
+      const double dt = double(c.time_ns - prev.time_ns) / 1e9;
+      auto rate = [dt](std::uint64_t a, std::uint64_t b) { return dt > 0 ? double(a - b) / dt : 0.0; };
+      fmt::print("[{:7.1f}s] sent {} ({})  refused {}  total sent {}\n", double(c.time_ns - first.time_ns) / 1e9,
+                 format_rate(rate(c.sent, prev.sent)), gbits(rate(c.sent_bytes, prev.sent_bytes)),
+                 format_rate(rate(c.refused, prev.refused)), c.sent);
+      std::fflush(stdout);
+      prev = c;
+      next_line += interval;
+    }
+    std::this_thread::sleep_until(std::min({deadline, next_line, Clock::now() + std::chrono::milliseconds(10)}));
+  }
+  const GeneratorCounts end_of_window = gen->counts();
+  gen->stop();
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  g_gen.store(nullptr, std::memory_order_relaxed);
+  const GeneratorCounts c = gen->counts();
+  for (const std::string& n : gen->notices()) fmt::print(stderr, "rawpipe gen: {}\n", n);
+
+  // The rate: what was sent between the first reading after start and the last before stop, over
+  // exactly that time (as `rawpipe run` counts its window).
+  const double secs = double(end_of_window.time_ns - first.time_ns) / 1e9;
+  const double pps = secs > 0 ? double(end_of_window.sent - first.sent) / secs : 0;
+  const double bps = secs > 0 ? double(end_of_window.sent_bytes - first.sent_bytes) / secs : 0;
+  fmt::print("gen summary: generated {}, sent {} ({} bytes), refused {} (tx queue full, freed)\n", c.generated, c.sent,
+             c.sent_bytes, c.refused);
+  fmt::print("  rate over the {:.3f} s window: sent {} ({})\n", secs, format_rate(pps), gbits(bps));
+  if (go.rate_pps > 0 && secs > 0.5 && pps < 0.95 * go.rate_pps)
+    fmt::print("  note: sent {:.1f}% of the asked {:.0f} pps: the sending thread did not get its CPU often enough "
+               "(another busy thread on cpu {}?) or the transmit queue was full; quote the sent rate, not the asked "
+               "one\n", 100 * pps / go.rate_pps, go.rate_pps, go.cpu);
+  const bool balanced = c.generated == c.sent + c.refused && c.outstanding == 0;
+  fmt::print("  {}: generated {} {} sent {} + refused {}; {} buffer(s) outstanding\n", balanced ? "OK" : "FAILED",
+             c.generated, c.generated == c.sent + c.refused ? "==" : "!=", c.sent, c.refused, c.outstanding);
+  if (rc == 0 && !balanced) rc = 2;
+  if (!options.json_file.empty()) {
+    nlohmann::json j = {{"config", options.config}, {"generated", c.generated}, {"sent", c.sent},
+                        {"sent_bytes", c.sent_bytes}, {"refused", c.refused}, {"outstanding", c.outstanding},
+                        {"window_seconds", secs}, {"sent_mpps", pps / 1e6}, {"sent_gbps", bps * 8 / 1e9},
+                        {"rate_pps", go.rate_pps}, {"count", go.count}, {"ok", balanced}};
+    std::ofstream out(options.json_file, std::ios::trunc);
+    out << j.dump(2) << "\n";
+    out.close();
+    if (!out) {
+      fmt::print(stderr, "rawpipe gen: cannot write {}: {}\n", options.json_file, std::strerror(errno));
+      if (rc == 0) rc = 1;
+    }
+  }
+  return rc;
+}
+
+}  // namespace rawpipe::app
