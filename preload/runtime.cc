@@ -155,6 +155,10 @@ bool build_config(Control& c, std::string* text, std::string* why) {
       return false;
     }
     c.if_addrs = interface_addresses(c.interface);
+    // The interface's addresses become the port's own (its ARP/ND answers, sendto's source and
+    // neighbour cache) only on af_packet, where the pipeline sees every frame beside the kernel.
+    // af_xdp (and auto, which may pick it) steers only the sockets' traffic and leaves ARP/ND to
+    // the kernel: there sends go out through each socket's kernel twin.
     const std::string pmd = std::getenv("RAWPIPE_PMD") ? std::getenv("RAWPIPE_PMD") : "auto";
     std::string addrs;
     for (const rawpipe_addr& a : c.if_addrs) {
@@ -165,7 +169,7 @@ bool build_config(Control& c, std::string* text, std::string* why) {
     *text = "[run]\nduration = 0\ndefault_action = \"drop\"\ndrop_privileges = false\n"
             "[[pools]]\nname = \"rx\"\ncount = 4096\n"
             "[[ports]]\nname = \"p0\"\npmd = \"" +
-            pmd + "\"\ninterface = \"" + c.interface + "\"\n" + (addrs.empty() ? "" : "addresses = [" + addrs + "]\n") +
+            pmd + "\"\ninterface = \"" + c.interface + "\"\n" + (addrs.empty() || pmd != "af_packet" ? "" : "addresses = [" + addrs + "]\n") +
             // TPACKET_V2 hands frames over one at a time: V3's block timeout would add its
             // latency to every datagram of a ping-pong.
             (pmd == "af_packet" ? "tpacket_version = 2\n" : "") + "[[lcores]]\nrx = [\"p0:0\"]\n";
@@ -182,15 +186,19 @@ bool build_config(Control& c, std::string* text, std::string* why) {
   return true;
 }
 
+void summary(const Slot& s) {
+  note(std::string("fd ") + std::to_string(s.first_fd) + std::string(" udp ") + addr_text(s.local) +
+       std::string(" offloaded: rx ") + std::to_string(s.rx_packets.load()) + std::string(" packets, tx ") +
+       std::to_string(s.tx_packets.load()) + std::string(" (") + std::to_string(s.tx_kernel.load()) +
+       " more through the kernel)");
+}
+
 void shutdown_at_exit() {
   Runtime* rt = g_running.exchange(nullptr);
   if (!rt) return;
   for (unsigned i = 0; i < rt->n_slots; ++i) {
     Slot& s = rt->slots[i];
-    if (!s.in_use.load()) continue;
-    note(std::string("fd ") + std::to_string(s.first_fd) + std::string(" udp ") + addr_text(s.local) + " offloaded: rx " +
-         std::to_string(s.rx_packets.load()) + std::string(" packets, tx ") + std::to_string(s.tx_packets.load()) + " (" +
-         std::to_string(s.tx_kernel.load()) + " more through the kernel)");
+    if (s.in_use.load()) summary(s);
   }
   // Stops the lcores, detaches the port and removes the stats segment; buffers an application
   // thread still holds stay valid (destroy keeps their pools).
@@ -452,6 +460,7 @@ void drop_fd(Slot& s) {
   Runtime& rt = g_runtime;
   Control& c = control();
   std::lock_guard lock(c.mu);
+  summary(s);
   // New generation first: a thread blocked in recv on this socket wakes (below), sees it and
   // returns EBADF instead of taking the next socket's packets.
   s.gen.fetch_add(1, std::memory_order_acq_rel);

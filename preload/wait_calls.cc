@@ -319,9 +319,10 @@ RAWPIPE_INTERPOSE int epoll_ctl(int epfd, int op, int fd, epoll_event* event) {
   link->epfd = epfd;
   link->app_data = event->data;
   link->app_events = event->events;
-  // Data that arrived before the registration signalled nobody (the endpoint was not armed):
-  // make the descriptor readable so this set sees it.
-  if (offloaded_ready(*s, gen, nullptr)) {
+  // Arm the endpoint so the next packet signals the set; data that arrived before the
+  // registration signalled nobody (the endpoint was not armed): make the descriptor readable so
+  // this set sees it.
+  if (ready_or_arm(*s, gen)) {
     const std::uint64_t one = 1;
     (void)!libc().write(s->wake_fd, &one, sizeof one);
   }

@@ -1,0 +1,232 @@
+// Unmodified UDP programs under librawpipe-preload.so (`rawpipe exec`), over a veth pair between
+// two namespaces the test creates: sockperf server offloaded on af_packet and af_xdp ports with
+// ping-pong and under-load from the peer (no loss, the sockets' endpoints counted the traffic,
+// the program's summary says offloaded); the kernel fallback without an interface; an epoll set
+// mixing an offloaded and a kernel socket; poll and select; close while another thread blocks in
+// recv; fork. Runs only in builds without sanitizers (an ASan library cannot be preloaded into
+// an unsanitized program), and skips without root.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/build_tree.hh"
+#include "tests/support/netns.hh"
+#include "tests/support/process.hh"
+
+namespace rawpipe {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+constexpr const char* kOurIp = "10.86.0.1";
+constexpr const char* kPeerIp = "10.86.0.2";
+
+fs::path app() { return test::build_dir() / "tests" / "preload" / "preload_udp_app"; }
+
+struct Net {
+  std::optional<test::NetNs> ours, peer;
+  std::optional<test::VethPair> veth;
+};
+
+Status make_net(Net& n) {
+  auto a = test::NetNs::create("rppa");
+  if (!a) return a.status();
+  n.ours.emplace(std::move(a).value());
+  auto b = test::NetNs::create("rppb");
+  if (!b) return b.status();
+  n.peer.emplace(std::move(b).value());
+  auto v = test::VethPair::create({&*n.ours, "", {std::string(kOurIp) + "/24"}},
+                                  {&*n.peer, "", {std::string(kPeerIp) + "/24"}});
+  if (!v) return v.status();
+  n.veth.emplace(std::move(v).value());
+  return Status::ok();
+}
+
+// One datagram from the peer namespace to kOurIp:port.
+void peer_send(const test::NetNs& peer, int port, const std::string& text) {
+  EXPECT_TRUE(peer.run([&] {
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, kOurIp, &a.sin_addr);
+    sendto(fd, text.data(), text.size(), 0, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    close(fd);
+  }));
+}
+
+bool wait_for(const fs::path& file, const std::string& text, std::chrono::milliseconds limit = 10s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (test::slurp(file).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+class Preload : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = test::netns_unavailable_reason()) GTEST_SKIP() << *why;
+    ASSERT_TRUE(fs::exists(app())) << app();
+    scratch_ = fs::temp_directory_path() / ("rawpipe-preload-test-" + std::to_string(getpid()) + "-" +
+                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(scratch_);
+    Status s = make_net(net_);
+    ASSERT_TRUE(s) << s.message();
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!scratch_.empty() && !HasFailure()) fs::remove_all(scratch_, ec);
+  }
+
+  // `ip netns exec OURS env RAWPIPE_PMD=pmd rawpipe exec -i IF -- argv...`
+  std::vector<std::string> under_preload(const std::string& pmd, const std::vector<std::string>& argv) const {
+    std::vector<std::string> out = {"ip", "netns", "exec", net_.ours->name(), "env", "RAWPIPE_PMD=" + pmd,
+                                    "RAWPIPE_SPIN_US=20", test::rawpipe_binary().string(), "exec", "-i",
+                                    net_.veth->a().name, "--"};
+    out.insert(out.end(), argv.begin(), argv.end());
+    return out;
+  }
+
+  Net net_;
+  fs::path scratch_;
+};
+
+TEST_F(Preload, KernelFallbackWithoutInterfaceSaysSo) {
+  const std::vector<std::string> argv = {"ip", "netns", "exec", net_.ours->name(), "env", "-u", "RAWPIPE_INTERFACE",
+                                         "-u", "RAWPIPE_CONFIG", test::rawpipe_binary().string(), "exec", "--",
+                                         app().string(), "selftest", "7101"};
+  test::ProcessOutput r = test::run_process(argv, scratch_, {.timeout = 20s});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("selftest got loopback hello"), std::string::npos) << r.out;
+  // One line, and only one, says why nothing is offloaded.
+  const std::regex why("rawpipe-preload: nothing is offloaded: neither RAWPIPE_INTERFACE nor RAWPIPE_CONFIG");
+  EXPECT_EQ(std::distance(std::sregex_iterator(r.err.begin(), r.err.end(), why), std::sregex_iterator()), 1) << r.err;
+  EXPECT_EQ(r.err.find("offloaded: rx"), std::string::npos) << r.err;
+}
+
+TEST_F(Preload, EpollSetMixesOffloadedAndKernelSockets) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  pid_t pid = test::start_process(under_preload("af_packet", {app().string(), "epoll", "7102", "7103"}), out, err);
+  ASSERT_GT(pid, 0);
+  const bool waiting = wait_for(out, "waiting offloaded");
+  if (waiting) peer_send(*net_.peer, 7102, "from the peer");
+  const int status = test::wait_process(pid, {.timeout = 20s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  ASSERT_TRUE(waiting) << o << e;
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_NE(o.find("woke kernel kernel datagram"), std::string::npos) << o << e;
+  EXPECT_NE(o.find("woke offloaded from the peer"), std::string::npos) << o << e;
+  EXPECT_NE(o.find("then 0"), std::string::npos) << o << e;
+  // The datagram came through the endpoint, not the kernel socket.
+  EXPECT_TRUE(std::regex_search(e, std::regex(R"(udp \*:7102 offloaded: rx 1 packets)"))) << e;
+}
+
+TEST_F(Preload, PollAndSelectWakeForAnOffloadedSocket) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  pid_t pid = test::start_process(under_preload("af_packet", {app().string(), "poll", "7104"}), out, err);
+  ASSERT_GT(pid, 0);
+  const bool ready = wait_for(out, "ready");
+  if (ready) {
+    std::this_thread::sleep_for(300ms);  // into poll's sleep, past its spin
+    peer_send(*net_.peer, 7104, "first");
+  }
+  const bool polled = ready && wait_for(out, "poll 1");
+  if (polled) {
+    std::this_thread::sleep_for(300ms);
+    peer_send(*net_.peer, 7104, "second");
+  }
+  const int status = test::wait_process(pid, {.timeout = 20s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_NE(o.find("poll 1 first"), std::string::npos) << o << e;
+  EXPECT_NE(o.find("select 1 second"), std::string::npos) << o << e;
+  EXPECT_TRUE(std::regex_search(e, std::regex(R"(udp \*:7104 offloaded: rx 2 packets)"))) << e;
+}
+
+TEST_F(Preload, CloseWakesAThreadBlockedInRecv) {
+  test::ProcessOutput r =
+      test::run_process(under_preload("af_packet", {app().string(), "close-blocked", "7105"}), scratch_, {.timeout = 20s});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("recv returned -1 Bad file descriptor"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.err.find("udp *:7105 offloaded"), std::string::npos) << r.err;
+}
+
+TEST_F(Preload, ForkedChildReceivesOnItsKernelSocket) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  pid_t pid = test::start_process(under_preload("af_packet", {app().string(), "fork", "7106"}), out, err);
+  ASSERT_GT(pid, 0);
+  const bool ready = wait_for(out, "ready");
+  if (ready) {
+    std::this_thread::sleep_for(300ms);
+    peer_send(*net_.peer, 7106, "to the child");
+  }
+  const int status = test::wait_process(pid, {.timeout = 20s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_NE(o.find("child got to the child"), std::string::npos) << o << e;
+}
+
+// sockperf server under the preload library; ping-pong and under-load from the peer.
+class PreloadSockperf : public Preload, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(PreloadSockperf, ServerIsOffloadedWithoutLoss) {
+  if (system("sockperf --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "sockperf is not installed (Debian package sockperf)";
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  pid_t pid = test::start_process(under_preload(GetParam(), {"sockperf", "server", "-i", kOurIp, "-p", "7007"}), out, err);
+  ASSERT_GT(pid, 0);
+  // `ip netns exec`, env and rawpipe exec all exec: the pid is sockperf's, and the stats segment
+  // of its pipeline is named after it.
+  const std::string name = "rawpipe-preload-" + std::to_string(pid);
+  bool up = false;
+  for (int i = 0; i < 500 && !up && test::slurp(err).find("nothing is offloaded") == std::string::npos; ++i) {
+    auto list = test::command_output({test::rawpipe_binary().string(), "stat", "--list"});
+    up = list && list->find(name) != std::string::npos;
+    if (!up) std::this_thread::sleep_for(20ms);
+  }
+  std::string pp, ul;
+  if (up) {
+    auto r = test::output_in(&*net_.peer, {"timeout", "30", "sockperf", "ping-pong", "-i", kOurIp, "-p", "7007", "-t", "2"});
+    pp = r ? *r : r.message();
+    r = test::output_in(&*net_.peer, {"timeout", "30", "sockperf", "under-load", "-i", kOurIp, "-p", "7007", "-t", "2",
+                                      "--mps", "2000"});
+    ul = r ? *r : r.message();
+  }
+  auto stat = test::command_output({test::rawpipe_binary().string(), "stat", "--once", name});
+  const std::string stat_text = stat ? *stat : stat.message();
+  kill(pid, SIGINT);
+  test::wait_process(pid, {.timeout = 20s});
+  const std::string e = test::slurp(err);
+  ASSERT_TRUE(up) << "the preloaded sockperf never started a pipeline\n" << test::slurp(out) << e;
+  for (const std::string* text : {&pp, &ul}) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(*text, m, std::regex(R"(SentMessages=(\d+); ReceivedMessages=(\d+))"))) << *text;
+    EXPECT_GT(std::stoul(m[1]), 100u) << *text;
+    ASSERT_TRUE(std::regex_search(*text, m, std::regex(R"(# dropped messages = (\d+);)"))) << *text;
+    EXPECT_EQ(m[1], "0") << *text;
+  }
+  // The server's socket endpoint delivered the traffic (sockperf's own socket is socket0).
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(stat_text, m, std::regex(R"(socket0\s+(\d+))"))) << stat_text;
+  EXPECT_GT(std::stoul(m[1]), 100u) << stat_text;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ports, PreloadSockperf, ::testing::Values("af_packet", "af_xdp"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace rawpipe
