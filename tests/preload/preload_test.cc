@@ -181,6 +181,84 @@ TEST_F(Preload, ForkedChildReceivesOnItsKernelSocket) {
   EXPECT_NE(o.find("child got to the child"), std::string::npos) << o << e;
 }
 
+fs::path source(const char* name) { return test::source_dir() / "tests" / "preload" / name; }
+
+TEST_F(Preload, PythonMulticastReceiverGetsEveryDatagramAndTheKernelReportsTheGroup) {
+  if (system("tcpdump --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "tcpdump is not installed (Debian package tcpdump)";
+  if (system("python3 --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 is not installed";
+  constexpr const char* kGroup = "239.86.0.7";
+  constexpr int kPort = 7110, kCount = 300;
+  // The peer watches for the IGMP report the kernel sends when the preloaded receiver joins.
+  const fs::path dump_out = scratch_ / "dump.out", dump_err = scratch_ / "dump.err";
+  pid_t dump = test::start_process({"ip", "netns", "exec", net_.peer->name(), "tcpdump", "-i", net_.veth->b().name,
+                                    "-n", "-l", "-p", "-v", "igmp"},
+                                   dump_out, dump_err);
+  ASSERT_GT(dump, 0);
+  ASSERT_TRUE(wait_for(dump_err, "listening on")) << test::slurp(dump_err);
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  pid_t pid = test::start_process(
+      under_preload("af_packet", {"python3", source("mcast_receiver.py").string(), kGroup, std::to_string(kPort),
+                                  std::to_string(kCount), kOurIp}),
+      out, err);
+  ASSERT_GT(pid, 0);
+  const bool joined = wait_for(out, "joined", 30s);
+  if (joined) {
+    EXPECT_TRUE(net_.peer->run([&] {
+      int fd = socket(AF_INET, SOCK_DGRAM, 0);
+      in_addr local{};
+      inet_pton(AF_INET, kPeerIp, &local);
+      setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &local, sizeof local);
+      sockaddr_in g{};
+      g.sin_family = AF_INET;
+      g.sin_port = htons(kPort);
+      inet_pton(AF_INET, kGroup, &g.sin_addr);
+      for (int i = 0; i < kCount; ++i) {
+        const std::string text = "tick " + std::to_string(i);
+        sendto(fd, text.data(), text.size(), 0, reinterpret_cast<sockaddr*>(&g), sizeof g);
+        if (i % 16 == 15) std::this_thread::sleep_for(1ms);  // a feed's pace, not a flood
+      }
+      close(fd);
+    }));
+  }
+  const int status = test::wait_process(pid, {.timeout = 30s});
+  kill(dump, SIGINT);
+  test::wait_process(dump, {.timeout = 10s});
+  const std::string o = test::slurp(out), e = test::slurp(err), d = test::slurp(dump_out);
+  ASSERT_TRUE(joined) << o << e;
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_NE(o.find("received 300 distinct 300"), std::string::npos) << o << e;
+  EXPECT_TRUE(std::regex_search(e, std::regex(R"(udp \*:7110 offloaded: rx 300 packets)"))) << e;
+  // With -v tcpdump prints the group records: [gaddr 239.86.0.7 is_ex { }] (v3) or the group (v2).
+  EXPECT_TRUE(std::regex_search(d, std::regex(R"(igmp v[23] report)"))) << d;
+  EXPECT_NE(d.find(kGroup), std::string::npos) << d;
+}
+
+TEST_F(Preload, Iperf3UdpCompletes) {
+  if (system("iperf3 --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "iperf3 is not installed (Debian package iperf3)";
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  pid_t pid = test::start_process(under_preload("af_packet", {"iperf3", "-s", "-1", "--forceflush", "-B", kOurIp, "-p", "5211"}), out, err);
+  ASSERT_GT(pid, 0);
+  const bool listening = wait_for(out, "Server listening");
+  std::string client;
+  if (listening) {
+    auto r = test::output_in(&*net_.peer, {"timeout", "30", "iperf3", "-u", "-c", kOurIp, "-p", "5211", "-b", "20M",
+                                           "-t", "2", "-l", "1200"});
+    client = r ? *r : r.message();
+  }
+  const int status = test::wait_process(pid, {.timeout = 30s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  ASSERT_TRUE(listening) << o << e;
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_NE(client.find("iperf Done."), std::string::npos) << client;
+  // The UDP data socket was served by rawpipe (the TCP control connection by the kernel).
+  // iperf3 opens the UDP socket more than once (a probe, then the data socket): add them up.
+  const std::regex line(R"(udp [0-9.*]+:5211 offloaded: rx (\d+) packets)");
+  unsigned long rx = 0;
+  for (auto it = std::sregex_iterator(e.begin(), e.end(), line); it != std::sregex_iterator(); ++it)
+    rx += std::stoul((*it)[1]);
+  EXPECT_GT(rx, 1000u) << o << e;
+}
+
 // sockperf server under the preload library; ping-pong and under-load from the peer.
 class PreloadSockperf : public Preload, public ::testing::WithParamInterface<std::string> {};
 
