@@ -9,13 +9,14 @@
 
 #include "preload/interpose.hh"
 #include "preload/libc.hh"
+#include "rawpipe/socket_extra.h"
 
 using namespace rawpipe::preload;
 
 namespace {
 
 // VMA's VMA_SND_FLAGS_DUMMY is MSG_SYN; the same bit asks for rawpipe's dummy send.
-constexpr int kMsgDummy = 0x400;
+constexpr int kMsgDummy = RAWPIPE_SND_FLAGS_DUMMY;
 
 ssize_t kernel_sendmsg(int fd, const iovec* iov, int iovcnt, int flags, const sockaddr* to, socklen_t tolen) {
   msghdr m{};

@@ -10,7 +10,9 @@
 #include "preload/interpose.hh"
 #include "preload/libc.hh"
 #include "preload/receive.hh"
+#include "preload/socket_api.hh"
 #include "preload/wait.hh"
+#include "rawpipe/socket_extra.h"
 
 using namespace rawpipe::preload;
 
@@ -225,6 +227,8 @@ RAWPIPE_INTERPOSE int setsockopt(int fd, int level, int name, const void* value,
 }
 
 RAWPIPE_INTERPOSE int getsockopt(int fd, int level, int name, void* value, socklen_t* len) {
+  // VMA's way to the Extra API: a getsockopt on any fd, -1 included.
+  if (level == SOL_SOCKET && name == SO_RAWPIPE_GET_API && !inside()) return get_socket_api(value, len);
   return libc().getsockopt(fd, level, name, value, len);
 }
 

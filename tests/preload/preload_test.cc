@@ -259,6 +259,36 @@ TEST_F(Preload, Iperf3UdpCompletes) {
   EXPECT_GT(rx, 1000u) << o << e;
 }
 
+TEST_F(Preload, ExtraApiThroughASocketHoldsAndZeroCopyReceives) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  const fs::path prog = test::build_dir() / "tests" / "preload" / "preload_extra_fd";
+  pid_t pid = test::start_process(under_preload("af_packet", {prog.string(), "7112", "200"}), out, err);
+  ASSERT_GT(pid, 0);
+  const bool ready = wait_for(out, "ready");
+  if (ready) {
+    for (int i = 0; i < 200; ++i) {
+      peer_send(*net_.peer, 7112, "zero copy " + std::to_string(i));
+    }
+  }
+  const int status = test::wait_process(pid, {.timeout = 30s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  ASSERT_TRUE(ready) << o << e;
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_TRUE(std::regex_search(o, std::regex(R"(held 100 received 100 kernel-fd-refused 1)"))) << o << e;
+  EXPECT_NE(e.find("offloaded on endpoint"), std::string::npos) << e;
+}
+
+TEST(PreloadAbsent, SocketApiIsTheKernelsAnswerWithoutTheLibrary) {
+  const fs::path prog = test::build_dir() / "tests" / "preload" / "preload_extra_fd";
+  const fs::path scratch = fs::temp_directory_path() / ("rawpipe-preload-absent-" + std::to_string(getpid()));
+  fs::create_directories(scratch);
+  test::ProcessOutput r = test::run_process({prog.string(), "7113", "1"}, scratch, {.timeout = 10s});
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("plain sockets"), std::string::npos) << r.out;
+  std::error_code ec;
+  fs::remove_all(scratch, ec);
+}
+
 // sockperf server under the preload library; ping-pong and under-load from the peer.
 class PreloadSockperf : public Preload, public ::testing::WithParamInterface<std::string> {};
 
