@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <regex>
@@ -33,6 +34,8 @@ using namespace std::chrono_literals;
 
 constexpr const char* kOurIp = "10.86.0.1";
 constexpr const char* kPeerIp = "10.86.0.2";
+constexpr const char* kOurIp6 = "fd00:86::1";
+constexpr const char* kPeerIp6 = "fd00:86::2";
 
 fs::path app() { return test::build_dir() / "tests" / "preload" / "preload_udp_app"; }
 
@@ -48,8 +51,8 @@ Status make_net(Net& n) {
   auto b = test::NetNs::create("rppb");
   if (!b) return b.status();
   n.peer.emplace(std::move(b).value());
-  auto v = test::VethPair::create({&*n.ours, "", {std::string(kOurIp) + "/24"}},
-                                  {&*n.peer, "", {std::string(kPeerIp) + "/24"}});
+  auto v = test::VethPair::create({&*n.ours, "", {std::string(kOurIp) + "/24", std::string(kOurIp6) + "/64"}},
+                                  {&*n.peer, "", {std::string(kPeerIp) + "/24", std::string(kPeerIp6) + "/64"}});
   if (!v) return v.status();
   n.veth.emplace(std::move(v).value());
   return Status::ok();
@@ -117,6 +120,55 @@ TEST_F(Preload, KernelFallbackWithoutInterfaceSaysSo) {
   const std::regex why("rawpipe-preload: nothing is offloaded: neither RAWPIPE_INTERFACE nor RAWPIPE_CONFIG");
   EXPECT_EQ(std::distance(std::sregex_iterator(r.err.begin(), r.err.end(), why), std::sregex_iterator()), 1) << r.err;
   EXPECT_EQ(r.err.find("offloaded: rx"), std::string::npos) << r.err;
+}
+
+// A dual-stack IPv6 socket: IPv6 and IPv4 peers (the latter as IPv4-mapped addresses), both
+// answered through the pipeline's send path (af_packet: the port has the interface's addresses).
+TEST_F(Preload, DualStackIpv6SocketReceivesAndAnswersBothFamilies) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  pid_t pid = test::start_process(under_preload("af_packet", {app().string(), "echo6", "7114", "2"}), out, err);
+  ASSERT_GT(pid, 0);
+  const bool ready = wait_for(out, "ready");
+  std::string replies;
+  if (ready) {
+    EXPECT_TRUE(net_.peer->run([&] {
+      for (const char* ip : {kOurIp6, kOurIp}) {
+        const bool v6 = std::strchr(ip, ':') != nullptr;
+        int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM, 0);
+        sockaddr_storage d{};
+        socklen_t len;
+        if (v6) {
+          auto* s6 = reinterpret_cast<sockaddr_in6*>(&d);
+          s6->sin6_family = AF_INET6;
+          s6->sin6_port = htons(7114);
+          inet_pton(AF_INET6, ip, &s6->sin6_addr);
+          len = sizeof *s6;
+        } else {
+          auto* s4 = reinterpret_cast<sockaddr_in*>(&d);
+          s4->sin_family = AF_INET;
+          s4->sin_port = htons(7114);
+          inet_pton(AF_INET, ip, &s4->sin_addr);
+          len = sizeof *s4;
+        }
+        timeval tv{5, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        const std::string text = std::string("hello ") + ip;
+        sendto(fd, text.data(), text.size(), 0, reinterpret_cast<sockaddr*>(&d), len);
+        char buf[128];
+        const ssize_t n = recv(fd, buf, sizeof buf, 0);
+        replies += (n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("none")) + "\n";
+        close(fd);
+      }
+    }));
+  }
+  const int status = test::wait_process(pid, {.timeout = 20s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  ASSERT_TRUE(ready) << o << e;
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_EQ(replies, std::string("hello ") + kOurIp6 + "\nhello " + kOurIp + "\n") << o << e;
+  EXPECT_NE(o.find(std::string("from ") + kPeerIp6), std::string::npos) << o;
+  EXPECT_NE(o.find(std::string("from ::ffff:") + kPeerIp), std::string::npos) << o;
+  EXPECT_NE(e.find("udp *:7114 offloaded: rx 2 packets, tx 2 (0 more through the kernel)"), std::string::npos) << e;
 }
 
 TEST_F(Preload, EpollSetMixesOffloadedAndKernelSockets) {

@@ -7,6 +7,7 @@
 //   close-blocked PORT       a thread blocks in recv on *:PORT, another closes the socket
 //   fork PORT                bind *:PORT, fork: the child receives one datagram on its copy
 //   poll PORT                bind *:PORT; poll and select on it wake for one datagram each
+//   echo6 PORT COUNT         a dual-stack IPv6 socket on [::]:PORT echoes COUNT datagrams
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -168,6 +169,38 @@ int poll_select(int port) {
   return 0;
 }
 
+int echo6(int port, int count) {
+  int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+  int off = 0;
+  setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_port = htons(static_cast<uint16_t>(port));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    say(std::string("bind failed: ") + strerror(errno));
+    return 2;
+  }
+  say("ready");
+  timeval tv{8, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  for (int i = 0; i < count; ++i) {
+    char buf[256];
+    sockaddr_in6 from{};
+    socklen_t len = sizeof from;
+    ssize_t n = recvfrom(fd, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
+    if (n < 0) {
+      say(std::string("recvfrom failed: ") + strerror(errno));
+      return 1;
+    }
+    char host[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, &from.sin6_addr, host, sizeof host);
+    say(std::string("from ") + host);
+    sendto(fd, buf, static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&from), len);
+  }
+  close(fd);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -179,6 +212,7 @@ int main(int argc, char** argv) {
   if (mode == "close-blocked") return close_blocked(a);
   if (mode == "fork") return fork_child(a);
   if (mode == "poll") return poll_select(a);
+  if (mode == "echo6") return echo6(a, b);
   fprintf(stderr, "usage: preload_udp_app selftest|epoll|close-blocked|fork|poll PORT [PORT2]\n");
   return 2;
 }
