@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <new>
 
@@ -31,7 +32,17 @@ Table& table() {
   return t;
 }
 
+std::atomic<int> g_high{0};
+
 }  // namespace
+
+int fd_high_water() { return g_high.load(std::memory_order_relaxed); }
+
+void fd_touch(int fd) {
+  int high = g_high.load(std::memory_order_relaxed);
+  while (fd >= high && !g_high.compare_exchange_weak(high, fd + 1, std::memory_order_relaxed)) {
+  }
+}
 
 FdEntry* fd_entry(int fd) {
   Table& t = table();

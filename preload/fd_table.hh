@@ -29,6 +29,10 @@ struct FdEntry {
 
 // The entry of fd, or nullptr when fd is negative or beyond the table (then it is the kernel's).
 FdEntry* fd_entry(int fd);
+// One more than the highest fd ever given a kind (what a scan of the table must cover).
+int fd_high_water();
+// Notes that fd now has a kind.
+void fd_touch(int fd);
 // Resets an entry to kNone (after close, or when a new descriptor takes the number).
 void fd_forget(int fd);
 

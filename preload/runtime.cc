@@ -190,7 +190,7 @@ void summary(const Slot& s) {
   note(std::string("fd ") + std::to_string(s.first_fd) + std::string(" udp ") + addr_text(s.local) +
        std::string(" offloaded: rx ") + std::to_string(s.rx_packets.load()) + std::string(" packets, tx ") +
        std::to_string(s.tx_packets.load()) + std::string(" (") + std::to_string(s.tx_kernel.load()) +
-       " more through the kernel)");
+       " more through the kernel), endpoint socket" + std::to_string(&s - g_runtime.slots));
 }
 
 void shutdown_at_exit() {
@@ -530,7 +530,7 @@ void child_after_fork() {
   Control& c = control();
   new (&c.mu) std::mutex;  // another thread may have held it at fork
   c.forked_child = true;
-  for (int fd = 0;; ++fd) {
+  for (int fd = 0, high = fd_high_water(); fd < high; ++fd) {
     FdEntry* e = fd_entry(fd);
     if (!e) break;
     FdKind k = e->kind.load(std::memory_order_relaxed);

@@ -27,6 +27,7 @@ void copy_entry(int from, int to) {
     fd_forget(to);
     return;
   }
+  fd_touch(to);
   dst->family.store(src->family.load());
   dst->nonblock.store(src->nonblock.load());
   if (Slot* s = slot_of(*src)) {
@@ -63,6 +64,7 @@ RAWPIPE_INTERPOSE int socket(int domain, int type, int protocol) {
     fd_forget(fd);
     return fd;
   }
+  fd_touch(fd);
   e->family.store(static_cast<std::uint8_t>(domain));
   e->nonblock.store((type & SOCK_NONBLOCK) != 0);
   e->kind.store(FdKind::kUdp, std::memory_order_release);
