@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -85,8 +86,9 @@ class Preload : public ::testing::Test {
   void SetUp() override {
     if (auto why = test::netns_unavailable_reason()) GTEST_SKIP() << *why;
     ASSERT_TRUE(fs::exists(app())) << app();
-    scratch_ = fs::temp_directory_path() / ("rawpipe-preload-test-" + std::to_string(getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(test.begin(), test.end(), '/', '_');  // parameterised names: Name/af_xdp
+    scratch_ = fs::temp_directory_path() / ("rawpipe-preload-test-" + std::to_string(getpid()) + "-" + test);
     fs::create_directories(scratch_);
     Status s = make_net(net_);
     ASSERT_TRUE(s) << s.message();
