@@ -417,6 +417,17 @@ void offer_bind(int fd, FdEntry& e) {
   s->n_rules = 0;
   for (EpollLink& l : s->epolls) l = EpollLink{};
   s->rx_packets = s->rx_bytes = s->rx_truncated = s->tx_packets = s->tx_kernel = 0;
+  // Nothing can be addressed to the new socket yet: whatever the ring holds is the previous
+  // owner's (see drop_fd).
+  {
+    rawpipe_packet stale[32];
+    while (s->consumer.exchange(true, std::memory_order_acquire)) sched_yield();
+    t_inside = true;
+    for (int n; (n = rt.api->recvfrom_zcopy(rt.pipeline, s->endpoint, stale, 32)) > 0;)
+      rt.api->free_packets(rt.pipeline, stale, static_cast<unsigned>(n));
+    t_inside = false;
+    s->consumer.store(false, std::memory_order_release);
+  }
   std::string error;
   if (!add_rule_locked(rt, *s, local, &error)) {
     note(std::string("fd ") + std::to_string(fd) + std::string(" udp ") + addr_text(local) + " stays on the kernel: " + error);
@@ -470,9 +481,10 @@ void drop_fd(Slot& s) {
   t_inside = true;
   for (unsigned i = 0; i < s.n_rules; ++i) rt.api->remove_rule(rt.pipeline, static_cast<std::uint32_t>(s.rules[i]));
   s.n_rules = 0;
-  // What the ring still holds belongs to nobody now. A packet classified under the old rule
-  // table may still be on its way in; the next owner's first receive would see it, so wait for
-  // the lcores to pass the new table (remove_rule does) and drain after.
+  // What the ring still holds belongs to nobody now: drain it after remove_rule, which returns
+  // once no lcore classifies with the socket's rules. A packet of the burst an lcore was
+  // finishing can still land after this drain; the next owner drains again before its rule goes
+  // in (offer_bind).
   rawpipe_packet pkts[32];
   if (s.has_stash) rt.api->free_packets(rt.pipeline, &s.stash, 1);
   s.has_stash = false;
