@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace rawpipe::app {
 
@@ -33,7 +34,16 @@ struct DoctorOptions {
   bool json = false;
 };
 
+// rawpipe exec: the program and its arguments under librawpipe-preload.so.
+struct ExecOptions {
+  std::string config;     // RAWPIPE_CONFIG
+  std::string interface;  // RAWPIPE_INTERFACE
+  std::string offload;    // RAWPIPE_OFFLOAD rules
+  std::vector<std::string> argv;
+};
+
 int run_command(const RunOptions& options);
+int exec_command(const ExecOptions& options);
 int doctor_command(const DoctorOptions& options);
 int check_command(const std::string& config);
 int list_pmds_command();

@@ -65,6 +65,14 @@ int main(int argc, char** argv) {
   stat_cmd->add_flag("--drops", stat.drops, "Show only the drop attribution tree");
   stat_cmd->add_flag("--list", stat.list, "List the running pipelines (pid, name, config) and exit");
 
+  ExecOptions exec;
+  CLI::App* exec_cmd = cli.add_subcommand(
+      "exec", "Run a program with its UDP sockets on rawpipe (LD_PRELOAD of librawpipe-preload.so)");
+  exec_cmd->add_option("-c,--config", exec.config, "Pipeline config (its ports and lcores)")->check(CLI::ExistingFile);
+  exec_cmd->add_option("-i,--interface", exec.interface, "Interface to offload (pmd auto), without a config");
+  exec_cmd->add_option("--offload", exec.offload, "Offload rules, e.g. \"use rawpipe udp *:7007\" (';' between rules)");
+  exec_cmd->add_option("program", exec.argv, "The program and its arguments, after --")->required();
+
   std::string pcap_file;
   CLI::App* dissect_cmd = cli.add_subcommand("dissect", "Print every frame of a pcap file layer by layer");
   dissect_cmd->add_option("file", pcap_file, "pcap or pcapng file")->required()->check(CLI::ExistingFile);
@@ -84,6 +92,7 @@ int main(int argc, char** argv) {
   if (*list_cmd) return list_pmds_command();
   if (*doctor_cmd) return doctor_command(doctor);
   if (*stat_cmd) return stat_command(stat);
+  if (*exec_cmd) return exec_command(exec);
   if (*dissect_cmd) return rawpipe::run_dissect(pcap_file, std::cout);
   return 1;
 }

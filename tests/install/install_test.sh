@@ -51,6 +51,8 @@ else
     ok "librawpipe.so (the link-time name) -> $real" || fail "librawpipe.so does not lead to $real"
 fi
 [ -f "$lib/librawpipe.a" ] && ok "librawpipe.a" || fail "no librawpipe.a in $lib"
+[ -f "$lib/librawpipe-preload.so" ] && ok "librawpipe-preload.so (rawpipe exec)" ||
+  fail "no librawpipe-preload.so in $lib (preload/meson.build installs it)"
 for h in "$src"/include/rawpipe/*.h "$src"/include/rawpipe/*.hh "$build"/include/rawpipe/*.h; do
   name=$(basename "$h")
   if cmp -s "$h" "$dest$includedir/rawpipe/$name"; then ok "header rawpipe/$name"; else

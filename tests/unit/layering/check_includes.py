@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The include rules that keep the layers apart (DESIGN.md, "Layers"), checked on the source tree.
 
-  apps/, plugins/, tools/  include only installed public headers ("rawpipe/...", present in
+  apps/, plugins/, tools/, preload/  include only installed public headers ("rawpipe/...", present in
                            include/rawpipe/) and headers of their own folder (apps/rawpipe/...
                            for apps/rawpipe/**), so every app is proof that the library is enough;
   pipeline/                never includes pmd/: drivers depend on the core, not the reverse.
@@ -16,8 +16,8 @@ import sys
 SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".inc"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 # Top-level folders of the tree that only the library itself (or its tests) may include.
-INTERNAL_ROOTS = ("pipeline/", "pmd/", "tests/", "apps/", "plugins/", "tools/")
-PUBLIC_ONLY = {"apps", "plugins", "tools"}
+INTERNAL_ROOTS = ("pipeline/", "pmd/", "tests/", "apps/", "plugins/", "tools/", "preload/")
+PUBLIC_ONLY = {"apps", "plugins", "tools", "preload"}
 
 
 def own_folder(rel: pathlib.PurePosixPath) -> pathlib.PurePosixPath:

@@ -1,0 +1,158 @@
+#include "preload/receive.hh"
+
+#include <poll.h>
+#include <time.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "preload/libc.hh"
+
+namespace rawpipe::preload {
+namespace {
+
+std::int64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+// The next packet of the slot into *pkt, from the stash first. The caller is the consumer.
+bool take(Runtime& rt, Slot& s, rawpipe_packet* pkt, bool keep) {
+  if (!s.has_stash) {
+    if (rt.api->recvfrom_zcopy(rt.pipeline, s.endpoint, &s.stash, 1) != 1) return false;
+    s.has_stash = true;
+  }
+  *pkt = s.stash;
+  if (!keep) s.has_stash = false;
+  return true;
+}
+
+void put_cmsg(msghdr* msg, std::size_t* used, int level, int type, const void* data, std::size_t len) {
+  if (!msg->msg_control) return;
+  if (*used + CMSG_SPACE(len) > msg->msg_controllen) {
+    msg->msg_flags |= MSG_CTRUNC;
+    return;
+  }
+  auto* c = reinterpret_cast<cmsghdr*>(static_cast<char*>(msg->msg_control) + *used);
+  c->cmsg_level = level;
+  c->cmsg_type = type;
+  c->cmsg_len = CMSG_LEN(len);
+  std::memcpy(CMSG_DATA(c), data, len);
+  *used += CMSG_SPACE(len);
+}
+
+ssize_t copy_out(Runtime& rt, Slot& s, const rawpipe_packet& pkt, const iovec* iov, int iovcnt, int flags,
+                 msghdr* msg) {
+  const auto* src = static_cast<const std::uint8_t*>(pkt.payload.iov_base);
+  const std::size_t len = pkt.payload.iov_len;
+  std::size_t done = 0;
+  for (int i = 0; i < iovcnt && done < len; ++i) {
+    const std::size_t n = std::min(len - done, iov[i].iov_len);
+    if (n) std::memcpy(iov[i].iov_base, src + done, n);
+    done += n;
+  }
+  if (msg) {
+    msg->msg_flags = 0;
+    if (done < len) msg->msg_flags |= MSG_TRUNC;
+    if (msg->msg_name) {
+      sockaddr_storage ss;
+      const socklen_t n = to_sockaddr(pkt.src, s.family, &ss);
+      std::memcpy(msg->msg_name, &ss, std::min<socklen_t>(n, msg->msg_namelen));
+      msg->msg_namelen = n;
+    }
+    std::size_t used = 0;
+    if (const int ts = s.timestamp.load(std::memory_order_relaxed)) {
+      timespec when;
+      if (pkt.flags & RAWPIPE_PKT_TIMESTAMP) {
+        when.tv_sec = static_cast<time_t>(pkt.timestamp_ns / 1000000000ull);
+        when.tv_nsec = static_cast<long>(pkt.timestamp_ns % 1000000000ull);
+      } else {
+        clock_gettime(CLOCK_REALTIME, &when);  // the port gives none: the time it reached us
+      }
+      if (ts == SO_TIMESTAMPNS) {
+        put_cmsg(msg, &used, SOL_SOCKET, SO_TIMESTAMPNS, &when, sizeof when);
+      } else {
+        const timeval tv{when.tv_sec, when.tv_nsec / 1000};
+        put_cmsg(msg, &used, SOL_SOCKET, SO_TIMESTAMP, &tv, sizeof tv);
+      }
+    }
+    if (msg->msg_control) msg->msg_controllen = used;
+  }
+  if (!(flags & MSG_PEEK)) {
+    s.rx_packets.fetch_add(1, std::memory_order_relaxed);
+    s.rx_bytes.fetch_add(len, std::memory_order_relaxed);
+    if (done < len) s.rx_truncated.fetch_add(1, std::memory_order_relaxed);
+    rt.api->free_packets(rt.pipeline, &pkt, 1);
+  }
+  return static_cast<ssize_t>((flags & MSG_TRUNC) ? len : done);
+}
+
+}  // namespace
+
+bool offloaded_ready(Slot& s, std::uint32_t gen, int* len) {
+  Runtime* rt = running();
+  if (!rt || !consumer_enter(s, gen)) return false;
+  rawpipe_packet pkt;
+  const bool ok = take(*rt, s, &pkt, true);
+  if (ok && len) *len = static_cast<int>(pkt.payload.iov_len);
+  consumer_leave(s);
+  return ok;
+}
+
+ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msghdr* msg) {
+  Runtime* rt = running();
+  std::uint32_t gen = 0;
+  Slot* sp = slot_of(e, &gen);
+  if (!rt || !sp) {
+    errno = EBADF;
+    return -1;
+  }
+  Slot& s = *sp;
+  const bool nonblock = (flags & MSG_DONTWAIT) || e.nonblock.load(std::memory_order_relaxed);
+  const long timeout_ms = s.rcvtimeo_ms.load(std::memory_order_relaxed);
+  const std::int64_t start = nonblock ? 0 : now_ns();
+  const std::int64_t spin_until = start + spin_ns();
+  for (;;) {
+    if (!consumer_enter(s, gen)) {
+      errno = EBADF;
+      return -1;
+    }
+    rawpipe_packet pkt;
+    if (take(*rt, s, &pkt, flags & MSG_PEEK)) {
+      const ssize_t n = copy_out(*rt, s, pkt, iov, iovcnt, flags, msg);
+      consumer_leave(s);
+      return n;
+    }
+    // Nothing waiting. Spin while the budget lasts, then arm the descriptor: an application
+    // that waits in poll/epoll (or this thread, below) is woken by the next packet. arm_fd
+    // returns 1 when a packet slipped in between the look and the arming.
+    const bool spinning = !nonblock && now_ns() < spin_until;
+    int ready = 0;
+    if (!spinning) ready = rt->api->arm_fd(rt->pipeline, s.endpoint);
+    consumer_leave(s);
+    if (spinning || ready == 1) continue;
+    if (nonblock) {
+      errno = EAGAIN;
+      return -1;
+    }
+    int wait_ms = -1;
+    if (timeout_ms > 0) {
+      const std::int64_t left = start + timeout_ms * 1000000ll - now_ns();
+      if (left <= 0) {
+        errno = EAGAIN;
+        return -1;
+      }
+      wait_ms = static_cast<int>(left / 1000000 + 1);
+    }
+    pollfd pfd{s.wake_fd, POLLIN, 0};
+    const int r = libc().poll(&pfd, 1, wait_ms);
+    if (r < 0 && errno == EINTR) return -1;  // a signal interrupts a blocking receive, as in the kernel
+    if (s.gen.load(std::memory_order_acquire) != gen) {
+      errno = EBADF;
+      return -1;
+    }
+  }
+}
+
+}  // namespace rawpipe::preload

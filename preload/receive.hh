@@ -1,0 +1,22 @@
+// Receiving on an offloaded socket: one datagram from the endpoint's ring into the caller's
+// buffers, with the kernel's semantics (blocking or not, source address, MSG_TRUNC, MSG_PEEK,
+// SO_TIMESTAMP/NS).
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "preload/runtime.hh"
+
+namespace rawpipe::preload {
+
+// Receives one datagram. Returns the bytes copied (or the datagram's length with MSG_TRUNC in
+// flags), or -1 with errno (EAGAIN, EBADF when the socket was closed meanwhile, ETIMEDOUT as
+// EAGAIN after SO_RCVTIMEO). msg may be null (then no name, no control, no flags out).
+ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msghdr* msg);
+
+// Whether a datagram is waiting (takes it into the stash without consuming it). Sets *len to its
+// payload length when one is.
+bool offloaded_ready(Slot& s, std::uint32_t gen, int* len);
+
+}  // namespace rawpipe::preload

@@ -1,0 +1,119 @@
+// The pipeline inside a preloaded process and the endpoint slots its sockets are served from.
+//
+// The pipeline starts on the first bind that the offload rules give to rawpipe: from the config
+// in RAWPIPE_CONFIG (set by `rawpipe exec --config`), or one built from RAWPIPE_INTERFACE (pmd
+// "auto", one lcore, the interface's addresses as the port's own). Either way the library adds
+// RAWPIPE_SOCKETS (default 16) ring endpoints, "socket0".., with no rules: bind takes a free one
+// and adds the socket's rule (add_conf_rule), close removes it and returns the slot. When the
+// pipeline cannot start, every socket stays the kernel's and one line on stderr says why.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "rawpipe/extra.h"
+#include "preload/fd_table.hh"
+
+namespace rawpipe::preload {
+
+inline constexpr unsigned kMaxSlots = 256;
+inline constexpr unsigned kMaxRules = 8;    // bind + joined groups per socket
+inline constexpr unsigned kMaxEpolls = 4;   // epoll sets one offloaded socket can be in
+
+// One application epoll set's membership of an offloaded socket: the endpoint's descriptor is
+// registered in the set with this record as its data, so epoll_wait can check the ring and hand
+// the application its own data.
+struct EpollLink {
+  int epfd = -1;
+  epoll_data_t app_data{};
+  std::uint32_t app_events = 0;
+};
+
+struct Slot {
+  // Fixed at start.
+  std::uint16_t endpoint = 0;
+  int wake_fd = -1;
+
+  // Bumped when the socket behind the slot is closed: an fd entry or a waiting thread holding an
+  // older value learns that its socket is gone.
+  std::atomic<std::uint32_t> gen{1};
+  std::atomic<bool> in_use{false};
+  std::atomic<int> fds{0};            // descriptors naming this slot (dup)
+  // The one thread touching the endpoint's ring and the stash (acquire/release pairs with itself).
+  std::atomic<bool> consumer{false};
+
+  // Set at bind, read by the data path (published by the release store of the fd entry's kind).
+  int family = 0;
+  rawpipe_addr local{};               // bound address and port
+  bool local_specific = false;        // a unicast address rather than the wildcard or a group
+  int first_fd = -1;                  // for messages and the summary
+
+  // Socket options the data path honours.
+  std::atomic<int> timestamp{0};      // 0, SO_TIMESTAMP or SO_TIMESTAMPNS
+  std::atomic<long> rcvtimeo_ms{-1};  // SO_RCVTIMEO; -1 none
+  std::atomic<bool> connected{false};
+  rawpipe_addr peer{};
+
+  // A packet taken from the ring but not consumed (MSG_PEEK, FIONREAD, poll's check).
+  bool has_stash = false;
+  rawpipe_packet stash{};
+
+  // Control state (under the runtime's lock).
+  long rules[kMaxRules] = {};
+  rawpipe_addr rule_groups[kMaxRules] = {};
+  unsigned n_rules = 0;
+  EpollLink epolls[kMaxEpolls];
+
+  // Counters for the summary and dump_fd_stats.
+  std::atomic<std::uint64_t> rx_packets{0}, rx_bytes{0}, rx_truncated{0};
+  std::atomic<std::uint64_t> tx_packets{0}, tx_kernel{0};
+};
+
+struct Runtime {
+  const rawpipe_api_t* api = nullptr;
+  rawpipe_pipeline* pipeline = nullptr;
+  std::uint16_t port = 0;
+  unsigned n_slots = 0;
+  Slot slots[kMaxSlots];
+};
+
+// The runtime, or nullptr when nothing is offloaded in this process (yet, or at all).
+Runtime* running();
+
+// Bound-address check, rules, pipeline start, slot and rule: called after the kernel bind of a
+// UDP socket succeeded. Leaves the entry kUdp when the socket stays the kernel's.
+void offer_bind(int fd, FdEntry& e);
+
+// The slot an entry names, or nullptr (not offloaded, or its socket was closed meanwhile).
+Slot* slot_of(const FdEntry& e, std::uint32_t* gen = nullptr);
+inline bool is_offloaded(const FdEntry* e) { return e && e->kind.load(std::memory_order_acquire) == FdKind::kOffloaded; }
+
+// A descriptor naming the slot went away (close, dup2 over it); the last one frees the slot.
+void drop_fd(Slot& s);
+// dup: one more descriptor names the slot.
+void add_fd(Slot& s);
+
+// Multicast membership on an offloaded socket (the kernel join already happened).
+void join_group(Slot& s, const rawpipe_addr& group);
+void leave_group(Slot& s, const rawpipe_addr& group);
+
+// Takes/gives back the slot's consumer right. Returns false when the slot's socket is gone.
+bool consumer_enter(Slot& s, std::uint32_t gen);
+void consumer_leave(Slot& s);
+
+// Spin budget of a waiting thread before it sleeps (RAWPIPE_SPIN_US, default 100).
+long spin_ns();
+
+// True while the calling thread is inside the library (creating the pipeline): interposed calls
+// then go straight to the kernel.
+bool inside();
+
+// Conversions between sockaddr and rawpipe_addr (an IPv4-mapped IPv6 address becomes IPv4).
+bool to_rawpipe_addr(const sockaddr* sa, socklen_t len, rawpipe_addr* out);
+socklen_t to_sockaddr(const rawpipe_addr& a, int socket_family, sockaddr_storage* out);
+
+}  // namespace rawpipe::preload

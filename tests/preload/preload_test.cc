@@ -1,0 +1,394 @@
+// Unmodified UDP programs under librawpipe-preload.so (`rawpipe exec`), over a veth pair between
+// two namespaces the test creates: sockperf server offloaded on af_packet and af_xdp ports with
+// ping-pong and under-load from the peer (no loss, the sockets' endpoints counted the traffic,
+// the program's summary says offloaded); the kernel fallback without an interface; an epoll set
+// mixing an offloaded and a kernel socket; poll and select; close while another thread blocks in
+// recv; fork. Runs only in builds without sanitizers (an ASan library cannot be preloaded into
+// an unsanitized program), and skips without root.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/build_tree.hh"
+#include "tests/support/netns.hh"
+#include "tests/support/process.hh"
+
+namespace rawpipe {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+constexpr const char* kOurIp = "10.86.0.1";
+constexpr const char* kPeerIp = "10.86.0.2";
+constexpr const char* kOurIp6 = "fd00:86::1";
+constexpr const char* kPeerIp6 = "fd00:86::2";
+
+fs::path app() { return test::build_dir() / "tests" / "preload" / "preload_udp_app"; }
+
+struct Net {
+  std::optional<test::NetNs> ours, peer;
+  std::optional<test::VethPair> veth;
+};
+
+Status make_net(Net& n) {
+  auto a = test::NetNs::create("rppa");
+  if (!a) return a.status();
+  n.ours.emplace(std::move(a).value());
+  auto b = test::NetNs::create("rppb");
+  if (!b) return b.status();
+  n.peer.emplace(std::move(b).value());
+  auto v = test::VethPair::create({&*n.ours, "", {std::string(kOurIp) + "/24", std::string(kOurIp6) + "/64"}},
+                                  {&*n.peer, "", {std::string(kPeerIp) + "/24", std::string(kPeerIp6) + "/64"}});
+  if (!v) return v.status();
+  n.veth.emplace(std::move(v).value());
+  return Status::ok();
+}
+
+// One datagram from the peer namespace to kOurIp:port.
+void peer_send(const test::NetNs& peer, int port, const std::string& text) {
+  EXPECT_TRUE(peer.run([&] {
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, kOurIp, &a.sin_addr);
+    sendto(fd, text.data(), text.size(), 0, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    close(fd);
+  }));
+}
+
+bool wait_for(const fs::path& file, const std::string& text, std::chrono::milliseconds limit = 10s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (test::slurp(file).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+class Preload : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = test::netns_unavailable_reason()) GTEST_SKIP() << *why;
+    ASSERT_TRUE(fs::exists(app())) << app();
+    std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(test.begin(), test.end(), '/', '_');  // parameterised names: Name/af_xdp
+    scratch_ = fs::temp_directory_path() / ("rawpipe-preload-test-" + std::to_string(getpid()) + "-" + test);
+    fs::create_directories(scratch_);
+    Status s = make_net(net_);
+    ASSERT_TRUE(s) << s.message();
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!scratch_.empty() && !HasFailure()) fs::remove_all(scratch_, ec);
+  }
+
+  // `ip netns exec OURS env RAWPIPE_PMD=pmd rawpipe exec -i IF -- argv...`
+  std::vector<std::string> under_preload(const std::string& pmd, const std::vector<std::string>& argv) const {
+    std::vector<std::string> out = {"ip", "netns", "exec", net_.ours->name(), "env", "RAWPIPE_PMD=" + pmd,
+                                    "RAWPIPE_SPIN_US=20", test::rawpipe_binary().string(), "exec", "-i",
+                                    net_.veth->a().name, "--"};
+    out.insert(out.end(), argv.begin(), argv.end());
+    return out;
+  }
+
+  Net net_;
+  fs::path scratch_;
+};
+
+TEST_F(Preload, KernelFallbackWithoutInterfaceSaysSo) {
+  const std::vector<std::string> argv = {"ip", "netns", "exec", net_.ours->name(), "env", "-u", "RAWPIPE_INTERFACE",
+                                         "-u", "RAWPIPE_CONFIG", test::rawpipe_binary().string(), "exec", "--",
+                                         app().string(), "selftest", "7101"};
+  test::ProcessOutput r = test::run_process(argv, scratch_, {.timeout = 20s});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("selftest got loopback hello"), std::string::npos) << r.out;
+  // One line, and only one, says why nothing is offloaded.
+  const std::regex why("rawpipe-preload: nothing is offloaded: neither RAWPIPE_INTERFACE nor RAWPIPE_CONFIG");
+  EXPECT_EQ(std::distance(std::sregex_iterator(r.err.begin(), r.err.end(), why), std::sregex_iterator()), 1) << r.err;
+  EXPECT_EQ(r.err.find("offloaded: rx"), std::string::npos) << r.err;
+}
+
+// A dual-stack IPv6 socket: IPv6 and IPv4 peers (the latter as IPv4-mapped addresses), both
+// answered through the pipeline's send path (af_packet: the port has the interface's addresses).
+TEST_F(Preload, DualStackIpv6SocketReceivesAndAnswersBothFamilies) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  pid_t pid = test::start_process(under_preload("af_packet", {app().string(), "echo6", "7114", "2"}), out, err);
+  ASSERT_GT(pid, 0);
+  const bool ready = wait_for(out, "ready");
+  std::string replies;
+  if (ready) {
+    EXPECT_TRUE(net_.peer->run([&] {
+      for (const char* ip : {kOurIp6, kOurIp}) {
+        const bool v6 = std::strchr(ip, ':') != nullptr;
+        int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM, 0);
+        sockaddr_storage d{};
+        socklen_t len;
+        if (v6) {
+          auto* s6 = reinterpret_cast<sockaddr_in6*>(&d);
+          s6->sin6_family = AF_INET6;
+          s6->sin6_port = htons(7114);
+          inet_pton(AF_INET6, ip, &s6->sin6_addr);
+          len = sizeof *s6;
+        } else {
+          auto* s4 = reinterpret_cast<sockaddr_in*>(&d);
+          s4->sin_family = AF_INET;
+          s4->sin_port = htons(7114);
+          inet_pton(AF_INET, ip, &s4->sin_addr);
+          len = sizeof *s4;
+        }
+        timeval tv{5, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        const std::string text = std::string("hello ") + ip;
+        sendto(fd, text.data(), text.size(), 0, reinterpret_cast<sockaddr*>(&d), len);
+        char buf[128];
+        const ssize_t n = recv(fd, buf, sizeof buf, 0);
+        replies += (n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("none")) + "\n";
+        close(fd);
+      }
+    }));
+  }
+  const int status = test::wait_process(pid, {.timeout = 20s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  ASSERT_TRUE(ready) << o << e;
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_EQ(replies, std::string("hello ") + kOurIp6 + "\nhello " + kOurIp + "\n") << o << e;
+  EXPECT_NE(o.find(std::string("from ") + kPeerIp6), std::string::npos) << o;
+  EXPECT_NE(o.find(std::string("from ::ffff:") + kPeerIp), std::string::npos) << o;
+  EXPECT_NE(e.find("udp *:7114 offloaded: rx 2 packets, tx 2 (0 more through the kernel)"), std::string::npos) << e;
+}
+
+TEST_F(Preload, EpollSetMixesOffloadedAndKernelSockets) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  pid_t pid = test::start_process(under_preload("af_packet", {app().string(), "epoll", "7102", "7103"}), out, err);
+  ASSERT_GT(pid, 0);
+  const bool waiting = wait_for(out, "waiting offloaded");
+  if (waiting) peer_send(*net_.peer, 7102, "from the peer");
+  const int status = test::wait_process(pid, {.timeout = 20s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  ASSERT_TRUE(waiting) << o << e;
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_NE(o.find("woke kernel kernel datagram"), std::string::npos) << o << e;
+  EXPECT_NE(o.find("woke offloaded from the peer"), std::string::npos) << o << e;
+  EXPECT_NE(o.find("then 0"), std::string::npos) << o << e;
+  // The datagram came through the endpoint, not the kernel socket.
+  EXPECT_TRUE(std::regex_search(e, std::regex(R"(udp \*:7102 offloaded: rx 1 packets)"))) << e;
+}
+
+TEST_F(Preload, PollAndSelectWakeForAnOffloadedSocket) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  pid_t pid = test::start_process(under_preload("af_packet", {app().string(), "poll", "7104"}), out, err);
+  ASSERT_GT(pid, 0);
+  const bool ready = wait_for(out, "ready");
+  if (ready) {
+    std::this_thread::sleep_for(300ms);  // into poll's sleep, past its spin
+    peer_send(*net_.peer, 7104, "first");
+  }
+  const bool polled = ready && wait_for(out, "poll 1");
+  if (polled) {
+    std::this_thread::sleep_for(300ms);
+    peer_send(*net_.peer, 7104, "second");
+  }
+  const int status = test::wait_process(pid, {.timeout = 20s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_NE(o.find("poll 1 first"), std::string::npos) << o << e;
+  EXPECT_NE(o.find("select 1 second"), std::string::npos) << o << e;
+  EXPECT_TRUE(std::regex_search(e, std::regex(R"(udp \*:7104 offloaded: rx 2 packets)"))) << e;
+}
+
+TEST_F(Preload, CloseWakesAThreadBlockedInRecv) {
+  test::ProcessOutput r =
+      test::run_process(under_preload("af_packet", {app().string(), "close-blocked", "7105"}), scratch_, {.timeout = 20s});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("recv returned -1 Bad file descriptor"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.err.find("udp *:7105 offloaded"), std::string::npos) << r.err;
+}
+
+TEST_F(Preload, ForkedChildReceivesOnItsKernelSocket) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  pid_t pid = test::start_process(under_preload("af_packet", {app().string(), "fork", "7106"}), out, err);
+  ASSERT_GT(pid, 0);
+  const bool ready = wait_for(out, "ready");
+  if (ready) {
+    std::this_thread::sleep_for(300ms);
+    peer_send(*net_.peer, 7106, "to the child");
+  }
+  const int status = test::wait_process(pid, {.timeout = 20s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_NE(o.find("child got to the child"), std::string::npos) << o << e;
+}
+
+fs::path source(const char* name) { return test::source_dir() / "tests" / "preload" / name; }
+
+TEST_F(Preload, PythonMulticastReceiverGetsEveryDatagramAndTheKernelReportsTheGroup) {
+  if (system("tcpdump --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "tcpdump is not installed (Debian package tcpdump)";
+  if (system("python3 --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 is not installed";
+  constexpr const char* kGroup = "239.86.0.7";
+  constexpr int kPort = 7110, kCount = 300;
+  // The peer watches for the IGMP report the kernel sends when the preloaded receiver joins.
+  const fs::path dump_out = scratch_ / "dump.out", dump_err = scratch_ / "dump.err";
+  pid_t dump = test::start_process({"ip", "netns", "exec", net_.peer->name(), "tcpdump", "-i", net_.veth->b().name,
+                                    "-n", "-l", "-p", "-v", "igmp"},
+                                   dump_out, dump_err);
+  ASSERT_GT(dump, 0);
+  ASSERT_TRUE(wait_for(dump_err, "listening on")) << test::slurp(dump_err);
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  pid_t pid = test::start_process(
+      under_preload("af_packet", {"python3", source("mcast_receiver.py").string(), kGroup, std::to_string(kPort),
+                                  std::to_string(kCount), kOurIp}),
+      out, err);
+  ASSERT_GT(pid, 0);
+  const bool joined = wait_for(out, "joined", 30s);
+  if (joined) {
+    EXPECT_TRUE(net_.peer->run([&] {
+      int fd = socket(AF_INET, SOCK_DGRAM, 0);
+      in_addr local{};
+      inet_pton(AF_INET, kPeerIp, &local);
+      setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &local, sizeof local);
+      sockaddr_in g{};
+      g.sin_family = AF_INET;
+      g.sin_port = htons(kPort);
+      inet_pton(AF_INET, kGroup, &g.sin_addr);
+      for (int i = 0; i < kCount; ++i) {
+        const std::string text = "tick " + std::to_string(i);
+        sendto(fd, text.data(), text.size(), 0, reinterpret_cast<sockaddr*>(&g), sizeof g);
+        if (i % 16 == 15) std::this_thread::sleep_for(1ms);  // a feed's pace, not a flood
+      }
+      close(fd);
+    }));
+  }
+  const int status = test::wait_process(pid, {.timeout = 30s});
+  kill(dump, SIGINT);
+  test::wait_process(dump, {.timeout = 10s});
+  const std::string o = test::slurp(out), e = test::slurp(err), d = test::slurp(dump_out);
+  ASSERT_TRUE(joined) << o << e;
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_NE(o.find("received 300 distinct 300"), std::string::npos) << o << e;
+  EXPECT_TRUE(std::regex_search(e, std::regex(R"(udp \*:7110 offloaded: rx 300 packets)"))) << e;
+  // With -v tcpdump prints the group records: [gaddr 239.86.0.7 is_ex { }] (v3) or the group (v2).
+  EXPECT_TRUE(std::regex_search(d, std::regex(R"(igmp v[23] report)"))) << d;
+  EXPECT_NE(d.find(kGroup), std::string::npos) << d;
+}
+
+TEST_F(Preload, Iperf3UdpCompletes) {
+  if (system("iperf3 --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "iperf3 is not installed (Debian package iperf3)";
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  pid_t pid = test::start_process(under_preload("af_packet", {"iperf3", "-s", "-1", "--forceflush", "-B", kOurIp, "-p", "5211"}), out, err);
+  ASSERT_GT(pid, 0);
+  const bool listening = wait_for(out, "Server listening");
+  std::string client;
+  if (listening) {
+    auto r = test::output_in(&*net_.peer, {"timeout", "30", "iperf3", "-u", "-c", kOurIp, "-p", "5211", "-b", "20M",
+                                           "-t", "2", "-l", "1200"});
+    client = r ? *r : r.message();
+  }
+  const int status = test::wait_process(pid, {.timeout = 30s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  ASSERT_TRUE(listening) << o << e;
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_NE(client.find("iperf Done."), std::string::npos) << client;
+  // The UDP data socket was served by rawpipe (the TCP control connection by the kernel).
+  // iperf3 opens the UDP socket more than once (a probe, then the data socket): add them up.
+  const std::regex line(R"(udp [0-9.*]+:5211 offloaded: rx (\d+) packets)");
+  unsigned long rx = 0;
+  for (auto it = std::sregex_iterator(e.begin(), e.end(), line); it != std::sregex_iterator(); ++it)
+    rx += std::stoul((*it)[1]);
+  EXPECT_GT(rx, 1000u) << o << e;
+}
+
+TEST_F(Preload, ExtraApiThroughASocketHoldsAndZeroCopyReceives) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  const fs::path prog = test::build_dir() / "tests" / "preload" / "preload_extra_fd";
+  pid_t pid = test::start_process(under_preload("af_packet", {prog.string(), "7112", "200"}), out, err);
+  ASSERT_GT(pid, 0);
+  const bool ready = wait_for(out, "ready");
+  if (ready) {
+    for (int i = 0; i < 200; ++i) {
+      peer_send(*net_.peer, 7112, "zero copy " + std::to_string(i));
+    }
+  }
+  const int status = test::wait_process(pid, {.timeout = 30s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  ASSERT_TRUE(ready) << o << e;
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_TRUE(std::regex_search(o, std::regex(R"(held 100 received 100 kernel-fd-refused 1)"))) << o << e;
+  EXPECT_NE(e.find("offloaded on endpoint"), std::string::npos) << e;
+}
+
+TEST(PreloadAbsent, SocketApiIsTheKernelsAnswerWithoutTheLibrary) {
+  const fs::path prog = test::build_dir() / "tests" / "preload" / "preload_extra_fd";
+  const fs::path scratch = fs::temp_directory_path() / ("rawpipe-preload-absent-" + std::to_string(getpid()));
+  fs::create_directories(scratch);
+  test::ProcessOutput r = test::run_process({prog.string(), "7113", "1"}, scratch, {.timeout = 10s});
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("plain sockets"), std::string::npos) << r.out;
+  std::error_code ec;
+  fs::remove_all(scratch, ec);
+}
+
+// sockperf server under the preload library; ping-pong and under-load from the peer.
+class PreloadSockperf : public Preload, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(PreloadSockperf, ServerIsOffloadedWithoutLoss) {
+  if (system("sockperf --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "sockperf is not installed (Debian package sockperf)";
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  pid_t pid = test::start_process(under_preload(GetParam(), {"sockperf", "server", "-i", kOurIp, "-p", "7007"}), out, err);
+  ASSERT_GT(pid, 0);
+  // `ip netns exec`, env and rawpipe exec all exec: the pid is sockperf's, and the stats segment
+  // of its pipeline is named after it.
+  const std::string name = "rawpipe-preload-" + std::to_string(pid);
+  bool up = false;
+  for (int i = 0; i < 500 && !up && test::slurp(err).find("nothing is offloaded") == std::string::npos; ++i) {
+    auto list = test::command_output({test::rawpipe_binary().string(), "stat", "--list"});
+    up = list && list->find(name) != std::string::npos;
+    if (!up) std::this_thread::sleep_for(20ms);
+  }
+  std::string pp, ul;
+  if (up) {
+    auto r = test::output_in(&*net_.peer, {"timeout", "30", "sockperf", "ping-pong", "-i", kOurIp, "-p", "7007", "-t", "2"});
+    pp = r ? *r : r.message();
+    r = test::output_in(&*net_.peer, {"timeout", "30", "sockperf", "under-load", "-i", kOurIp, "-p", "7007", "-t", "2",
+                                      "--mps", "2000"});
+    ul = r ? *r : r.message();
+  }
+  auto stat = test::command_output({test::rawpipe_binary().string(), "stat", "--once", name});
+  const std::string stat_text = stat ? *stat : stat.message();
+  kill(pid, SIGINT);
+  test::wait_process(pid, {.timeout = 20s});
+  const std::string e = test::slurp(err);
+  ASSERT_TRUE(up) << "the preloaded sockperf never started a pipeline\n" << test::slurp(out) << e;
+  for (const std::string* text : {&pp, &ul}) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(*text, m, std::regex(R"(SentMessages=(\d+); ReceivedMessages=(\d+))"))) << *text;
+    EXPECT_GT(std::stoul(m[1]), 100u) << *text;
+    ASSERT_TRUE(std::regex_search(*text, m, std::regex(R"(# dropped messages = (\d+);)"))) << *text;
+    EXPECT_EQ(m[1], "0") << *text;
+  }
+  // The server's socket endpoint delivered the traffic (sockperf's own socket is socket0).
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(stat_text, m, std::regex(R"(socket0\s+(\d+))"))) << stat_text;
+  EXPECT_GT(std::stoul(m[1]), 100u) << stat_text;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ports, PreloadSockperf, ::testing::Values("af_packet", "af_xdp"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace rawpipe

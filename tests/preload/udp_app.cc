@@ -1,0 +1,218 @@
+// An ordinary UDP program (plain sockets, no rawpipe header) that the preload tests run under
+// librawpipe-preload.so. Each mode prints what happened on stdout; the test reads it.
+//
+//   selftest PORT            bind *:PORT, send itself a datagram over loopback, receive it
+//   epoll PORT1 PORT2        one epoll set: *:PORT1 (offloaded) and 127.0.0.1:PORT2 (kernel);
+//                            a blocking epoll_wait wakes for each in turn
+//   close-blocked PORT       a thread blocks in recv on *:PORT, another closes the socket
+//   fork PORT                bind *:PORT, fork: the child receives one datagram on its copy
+//   poll PORT                bind *:PORT; poll and select on it wake for one datagram each
+//   echo6 PORT COUNT         a dual-stack IPv6 socket on [::]:PORT echoes COUNT datagrams
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+namespace {
+
+int bound(const char* ip, int port) {
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, ip, &a.sin_addr);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    printf("bind %s:%d failed: %s\n", ip, port, strerror(errno));
+    exit(2);
+  }
+  return fd;
+}
+
+void send_to(const char* ip, int port, const char* text) {
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, ip, &a.sin_addr);
+  sendto(fd, text, strlen(text), 0, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  close(fd);
+}
+
+void say(const std::string& line) {
+  printf("%s\n", line.c_str());
+  fflush(stdout);
+}
+
+int selftest(int port) {
+  int fd = bound("0.0.0.0", port);
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  send_to("127.0.0.1", port, "loopback hello");
+  char buf[64] = {};
+  ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+  say(n > 0 ? std::string("selftest got ") + buf : std::string("selftest failed: ") + strerror(errno));
+  close(fd);
+  return n > 0 ? 0 : 1;
+}
+
+int epoll_mixed(int port1, int port2) {
+  int off = bound("0.0.0.0", port1);
+  int ker = bound("127.0.0.1", port2);
+  int ep = epoll_create1(0);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 111;
+  epoll_ctl(ep, EPOLL_CTL_ADD, off, &ev);
+  ev.data.u64 = 222;
+  epoll_ctl(ep, EPOLL_CTL_ADD, ker, &ev);
+  std::thread later([port2] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    send_to("127.0.0.1", port2, "kernel datagram");
+  });
+  char buf[128];
+  for (int round = 0; round < 2; ++round) {
+    if (round == 1) say("waiting offloaded");
+    epoll_event got[4];
+    int n = epoll_wait(ep, got, 4, 8000);
+    if (n != 1) {
+      say("epoll_wait returned " + std::to_string(n));
+      if (round == 0) later.join();
+      return 1;
+    }
+    int fd = got[0].data.u64 == 111 ? off : got[0].data.u64 == 222 ? ker : -1;
+    ssize_t r = fd < 0 ? -1 : recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+    buf[r > 0 ? r : 0] = 0;
+    say(std::string("woke ") + (fd == off ? "offloaded" : fd == ker ? "kernel" : "unknown") + " " + buf);
+    if (round == 0) later.join();
+  }
+  // Both drained: a short wait must time out, not report a stale wake.
+  epoll_event got[4];
+  say("then " + std::to_string(epoll_wait(ep, got, 4, 200)));
+  close(ep);
+  close(off);
+  close(ker);
+  return 0;
+}
+
+int close_blocked(int port) {
+  int fd = bound("0.0.0.0", port);
+  std::atomic<int> result{0}, err{0};
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    char buf[64];
+    result = static_cast<int>(recv(fd, buf, sizeof buf, 0));
+    err = errno;
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  close(fd);
+  for (int i = 0; i < 300 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (!done) {
+    say("recv still blocked 3 s after close");
+    reader.detach();
+    _exit(1);
+  }
+  reader.join();
+  say("recv returned " + std::to_string(result.load()) + " " + strerror(err.load()));
+  return 0;
+}
+
+int fork_child(int port) {
+  int fd = bound("0.0.0.0", port);
+  say("ready");
+  pid_t pid = fork();
+  if (pid == 0) {
+    timeval tv{8, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[64] = {};
+    ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+    say(n > 0 ? std::string("child got ") + buf : std::string("child recv failed: ") + strerror(errno));
+    _exit(n > 0 ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(fd);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+int poll_select(int port) {
+  int fd = bound("0.0.0.0", port);
+  say("ready");
+  char buf[64];
+  pollfd p{fd, POLLIN, 0};
+  int n = poll(&p, 1, 8000);
+  ssize_t r = n == 1 ? recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT) : -1;
+  buf[r > 0 ? r : 0] = 0;
+  say("poll " + std::to_string(n) + " " + buf);
+  fd_set rd;
+  FD_ZERO(&rd);
+  FD_SET(fd, &rd);
+  timeval tv{8, 0};
+  n = select(fd + 1, &rd, nullptr, nullptr, &tv);
+  r = n == 1 && FD_ISSET(fd, &rd) ? recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT) : -1;
+  buf[r > 0 ? r : 0] = 0;
+  say("select " + std::to_string(n) + " " + buf);
+  close(fd);
+  return 0;
+}
+
+int echo6(int port, int count) {
+  int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+  int off = 0;
+  setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_port = htons(static_cast<uint16_t>(port));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    say(std::string("bind failed: ") + strerror(errno));
+    return 2;
+  }
+  say("ready");
+  timeval tv{8, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  for (int i = 0; i < count; ++i) {
+    char buf[256];
+    sockaddr_in6 from{};
+    socklen_t len = sizeof from;
+    ssize_t n = recvfrom(fd, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
+    if (n < 0) {
+      say(std::string("recvfrom failed: ") + strerror(errno));
+      return 1;
+    }
+    char host[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, &from.sin6_addr, host, sizeof host);
+    say(std::string("from ") + host);
+    sendto(fd, buf, static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&from), len);
+  }
+  close(fd);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  const int a = argc > 2 ? atoi(argv[2]) : 0;
+  const int b = argc > 3 ? atoi(argv[3]) : 0;
+  if (mode == "selftest") return selftest(a);
+  if (mode == "epoll") return epoll_mixed(a, b);
+  if (mode == "close-blocked") return close_blocked(a);
+  if (mode == "fork") return fork_child(a);
+  if (mode == "poll") return poll_select(a);
+  if (mode == "echo6") return echo6(a, b);
+  fprintf(stderr, "usage: preload_udp_app selftest|epoll|close-blocked|fork|poll PORT [PORT2]\n");
+  return 2;
+}
