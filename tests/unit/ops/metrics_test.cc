@@ -387,6 +387,8 @@ TEST(MetricsServer, ScrapesOfARunningPipelineParseGrowAndMatchTheAccounting) {
       EXPECT_GE(it->second, v) << key << " went backwards";
     }
   EXPECT_GT(total(scrapes.back(), "rawpipe_stage_latency_seconds_count", "stage=burst"), 0);
+  // Present per lcore (read from /proc while the lcore runs); its value is the kernel's.
+  EXPECT_EQ(scrapes.back().series.count("rawpipe_lcore_involuntary_context_switches_total{lcore=0,}"), 1u);
 
   // promtool, when installed (Debian package prometheus; tools/packages.txt lists it).
   if (std::system("promtool --version > /dev/null 2>&1") == 0) {
