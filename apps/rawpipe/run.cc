@@ -20,6 +20,7 @@
 #include "consumer.hh"
 #include "report.hh"
 #include "rawpipe/instance_lock.hh"
+#include "rawpipe/control_cpus.hh"
 #include "rawpipe/metrics_server.hh"
 #include "rawpipe/plugin_path.hh"
 #include "rawpipe/privilege.hh"
@@ -154,6 +155,12 @@ int run_command(const RunOptions& options) {
     fmt::print("{}{}", port_paths.back(), port_paths.back().ends_with('\n') ? "" : "\n");
   }
   std::fflush(stdout);
+  // The lcores run on their CPUs; every thread made from here on (consumer unless pinned, stats,
+  // metrics) and this loop stay off them.
+  if (auto control = keep_control_threads_off_lcores(plan); !control)
+    fmt::print(stderr, "rawpipe: {}\n", control.message());
+  else if (control->applied)
+    fmt::print("{}\n", control->note);
   // Port-to-consumer latency of stamped packets, sampled like the stage timing ([metrics]).
   E2eLatency e2e(pipeline->endpoint_count(), plan.metrics.latency_sample);
   RingConsumer consumer;

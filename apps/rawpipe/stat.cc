@@ -105,12 +105,15 @@ void print_view(const nlohmann::json& doc, const nlohmann::json* prev, bool drop
   };
   fmt::print("rawpipe {} (pid {}) {}\n", doc["name"].get<std::string>(), u(doc, "pid"),
              doc["running"].get<bool>() ? "running" : "stopped");
-  fmt::print("{:<10} {:>14} {:>12} {:>14} {:>12} {:>12}\n", "lcore", "rx", "rx/s", "delivered", "tx", "dropped");
+  // preempted: the lcore thread's involuntary context switches (0 on an isolated CPU).
+  fmt::print("{:<10} {:>14} {:>12} {:>14} {:>12} {:>12} {:>10}\n", "lcore", "rx", "rx/s", "delivered", "tx", "dropped",
+             "preempted");
   for (std::size_t i = 0; i < doc["lcores"].size(); ++i) {
     const auto& l = doc["lcores"][i];
     const nlohmann::json* p = prev && i < (*prev)["lcores"].size() ? &(*prev)["lcores"][i] : nullptr;
-    fmt::print("{:<10} {:>14} {:>12} {:>14} {:>12} {:>12}\n", fmt::format("lcore{}", u(l, "id")), u(l, "rx_packets"),
-               rate(l, p, "rx_packets"), u(l, "delivered"), u(l, "transmitted"), u(l, "dropped"));
+    fmt::print("{:<10} {:>14} {:>12} {:>14} {:>12} {:>12} {:>10}\n", fmt::format("lcore{}", u(l, "id")),
+               u(l, "rx_packets"), rate(l, p, "rx_packets"), u(l, "delivered"), u(l, "transmitted"), u(l, "dropped"),
+               l.contains("involuntary_switches") ? std::to_string(u(l, "involuntary_switches")) : std::string("-"));
   }
   const auto& t = doc["total"];
   fmt::print("{:<10} {:>14} {:>12} {:>14} {:>12} {:>12}\n", "total", u(t, "rx_packets"),

@@ -72,6 +72,8 @@ struct RAWPIPE_API LcoreStats {
   std::uint64_t delivered = 0;     // to endpoints (ring, sink, held)
   std::uint64_t transmitted = 0;   // taken by a tx queue (echo, forward)
   std::array<std::uint64_t, kDropReasonCount> drops{};
+  // Times the kernel preempted the lcore's thread (read from /proc by the snapshot's caller).
+  std::uint64_t involuntary_switches = 0;
 
   std::uint64_t dropped() const noexcept;
 };

@@ -236,6 +236,8 @@ PipelineSnapshot Pipeline::snapshot() const {
     st.delivered = c.delivered.load();
     st.transmitted = c.transmitted.load();
     for (std::size_t r = 0; r < kDropReasonCount; ++r) st.drops[r] = c.drops[r].load();
+    st.involuntary_switches = run_->involuntary_switches(s.lcores.size());
+    s.total.involuntary_switches += st.involuntary_switches;
     for (std::size_t e = 0; e < s.delivered_per_endpoint.size(); ++e) {
       s.delivered_per_endpoint[e] += c.delivered_per_endpoint[e].load();
       s.ring_full_per_endpoint[e] += c.ring_full_per_endpoint[e].load();

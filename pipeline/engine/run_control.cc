@@ -116,11 +116,14 @@ Status RunControl::start() {
   go_.store(0, std::memory_order_relaxed);
   for (std::size_t l = 0; l < parts_.lcores.size(); ++l) {
     Lcore* lc = parts_.lcores[l].get();
-    threads_.emplace_back([this, lc] {
+    LcorePreemption* preemption = preemption_[l].get();
+    threads_.emplace_back([this, lc, preemption] {
+      preemption->thread_started();
       int g;
       // A: pairs with the release stores of go_ below: binding above is visible.
       while ((g = go_.load(std::memory_order_acquire)) == 0) std::this_thread::yield();
       if (g == 1) lc->run(stop_flag_);
+      preemption->thread_leaving();
     });
     const int cpu = plan_.lcores[l].cpu;
     std::string name = fmt::format("rawpipe-lc{}", plan_.lcores[l].id);

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "pipeline/lcore/preemption.hh"
 #include "rawpipe/status.hh"
 #include "rawpipe/plan.hh"
 
@@ -27,7 +28,9 @@ struct NeighStats;
 
 class RunControl {
  public:
-  RunControl(const Plan& plan, PipelineParts& parts) : plan_(plan), parts_(parts) {}
+  RunControl(const Plan& plan, PipelineParts& parts) : plan_(plan), parts_(parts) {
+    for (std::size_t l = 0; l < plan.lcores.size(); ++l) preemption_.push_back(std::make_unique<LcorePreemption>());
+  }
   ~RunControl();
   RunControl(const RunControl&) = delete;
   RunControl& operator=(const RunControl&) = delete;
@@ -46,6 +49,10 @@ class RunControl {
 
   // ARP/ND responder counters summed over lcores.
   NeighStats neigh_stats() const;
+  // Involuntary context switches of lcore `l` (plan order) so far; any thread, control path.
+  std::uint64_t involuntary_switches(std::size_t l) const noexcept {
+    return l < preemption_.size() ? preemption_[l]->involuntary_switches() : 0;
+  }
 
  private:
   void join_lcores() noexcept;
@@ -55,6 +62,7 @@ class RunControl {
   PipelineParts& parts_;
   std::vector<std::unique_ptr<NeighStage>> neigh_stages_;  // by lcore; empty without addresses
   std::vector<std::thread> threads_;
+  std::vector<std::unique_ptr<LcorePreemption>> preemption_;  // by lcore, fixed at construction
   std::atomic<bool> stop_flag_{false};
   std::atomic<int> go_{0};                         // lcore threads: 0 wait, 1 run, 2 exit
   std::atomic<bool> running_{false};

@@ -12,6 +12,8 @@
 #include <cstring>
 
 #include "pipeline/config/metrics_section.hh"
+#include "pipeline/ops/dashboard.hh"
+#include "pipeline/ops/http_routes.hh"
 #include "pipeline/ops/listen_socket.hh"
 #include "pipeline/ops/prometheus.hh"
 #include "pipeline/ops/publisher.hh"
@@ -21,15 +23,6 @@ namespace {
 
 constexpr std::size_t kMaxRequest = 8192;
 constexpr int kRequestTimeoutMs = 2000;
-
-std::string reply(int code, std::string_view reason, std::string_view content_type, std::string_view body) {
-  return fmt::format("HTTP/1.0 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}", code,
-                     reason, content_type, body.size(), body);
-}
-
-std::string error_reply(int code, std::string_view reason, std::string_view why) {
-  return reply(code, reason, "text/plain; charset=utf-8", fmt::format("{}\n", why));
-}
 
 void write_all(int fd, std::string_view data) {
   while (!data.empty()) {
@@ -41,24 +34,6 @@ void write_all(int fd, std::string_view data) {
 }
 
 }  // namespace
-
-std::string metrics_http_response(std::string_view request, const std::string& metrics_body) {
-  const std::size_t eol = request.find('\n');
-  if (eol == std::string_view::npos) return error_reply(400, "Bad Request", "no request line");
-  std::string_view line = request.substr(0, eol);
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  const std::size_t sp1 = line.find(' ');
-  const std::size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos)
-    return error_reply(400, "Bad Request", "expected \"METHOD TARGET HTTP/1.x\"");
-  const std::string_view method = line.substr(0, sp1);
-  const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  const std::string_view version = line.substr(sp2 + 1);
-  if (version != "HTTP/1.0" && version != "HTTP/1.1") return error_reply(400, "Bad Request", "expected HTTP/1.0 or HTTP/1.1");
-  if (target != "/metrics") return error_reply(404, "Not Found", "only /metrics is served here");
-  if (method != "GET") return error_reply(405, "Method Not Allowed", "only GET is served here");
-  return reply(200, "OK", "text/plain; version=0.0.4; charset=utf-8", metrics_body);
-}
 
 Status MetricsServer::start(const Pipeline& pipeline, std::string name, const std::string& listen) {
   if (thread_.joinable()) return Status::error("the metrics server is already running");
@@ -120,9 +95,9 @@ void MetricsServer::serve(int fd) {
   std::string req;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kRequestTimeoutMs);
   while (req.find("\r\n\r\n") == std::string::npos && req.find("\n\n") == std::string::npos) {
-    if (req.size() >= kMaxRequest) return write_all(fd, error_reply(400, "Bad Request", "request too large"));
+    if (req.size() >= kMaxRequest) return write_all(fd, http_error(400, "Bad Request", "request too large"));
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return write_all(fd, error_reply(400, "Bad Request", "request not complete within 2 s"));
+    if (left.count() <= 0) return write_all(fd, http_error(400, "Bad Request", "request not complete within 2 s"));
     pollfd fds[2] = {{fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
     if (::poll(fds, 2, static_cast<int>(left.count())) < 0 && errno != EINTR) return;
     if (fds[1].revents) return;
@@ -134,12 +109,44 @@ void MetricsServer::serve(int fd) {
     req.append(buf, static_cast<std::size_t>(n));
   }
   requests_.fetch_add(1, std::memory_order_relaxed);
-  // Only a well-formed GET /metrics pays for rendering.
-  const std::string probe = metrics_http_response(req, "");
-  if (!probe.starts_with("HTTP/1.0 200")) return write_all(fd, probe);
-  nlohmann::json doc = stats_document(*pipeline_, name_);
-  if (extension_) extension_(doc);
-  write_all(fd, metrics_http_response(req, prometheus_text(doc)));
+  auto routed = route_http_request(req);
+  if (auto* err = std::get_if<std::string>(&routed)) return write_all(fd, *err);
+  write_all(fd, answer(std::get<HttpRoute>(routed)));
+}
+
+std::string MetricsServer::answer(const HttpRoute& route) {
+  switch (route.page) {
+    case HttpPage::kDashboard: return http_reply(200, "OK", "text/html; charset=utf-8", dashboard_html());
+    case HttpPage::kChartJs: {
+      if (!chartjs_) chartjs_ = read_chartjs();
+      if (!*chartjs_) return http_error(404, "Not Found", chartjs_->message());
+      return http_reply(200, "OK", "text/javascript; charset=utf-8", chartjs_->value());
+    }
+    case HttpPage::kMetrics:
+    case HttpPage::kMetricsJson: break;
+  }
+  const Snapshot* snap = nullptr;
+  if (route.snapshot) {
+    for (const Snapshot& s : snapshots_)
+      if (s.number == *route.snapshot && s.number != 0) snap = &s;
+    if (!snap)
+      return http_error(404, "Not Found",
+                        fmt::format("snapshot {} is not kept (the last {} served are; the newest is {})",
+                                    *route.snapshot, snapshots_.size(), next_snapshot_ - 1));
+  } else {
+    // Only a scrape that asks for fresh figures takes a snapshot (and pays for rendering).
+    nlohmann::json doc = stats_document(*pipeline_, name_);
+    if (extension_) extension_(doc);
+    doc["snapshot"] = next_snapshot_;
+    Snapshot& slot = snapshots_[next_snapshot_ % snapshots_.size()];
+    slot.number = next_snapshot_++;
+    slot.json = doc.dump();
+    slot.prometheus = prometheus_text(doc);
+    snap = &slot;
+  }
+  const std::string header = fmt::format("X-Rawpipe-Snapshot: {}", snap->number);
+  if (route.page == HttpPage::kMetricsJson) return http_reply(200, "OK", "application/json", snap->json, header);
+  return http_reply(200, "OK", kPrometheusContentType, snap->prometheus, header);
 }
 
 }  // namespace rawpipe::ops

@@ -110,6 +110,8 @@ std::string prometheus_text(const nlohmann::json& doc) {
   Family delivered("rawpipe_lcore_delivered_packets_total", "counter",
                    "Packets an lcore delivered to endpoints (ring, sink, held by a filter).");
   Family transmitted("rawpipe_lcore_transmitted_packets_total", "counter", "Packets an lcore's tx queues took.");
+  Family preempted("rawpipe_lcore_involuntary_context_switches_total", "counter",
+                   "Times the kernel preempted an lcore's thread (another task or a kernel thread ran on its CPU).");
   Family dropped("rawpipe_lcore_dropped_packets_total", "counter",
                  "Packets an lcore dropped, by reason (pipeline/stats/drop_reason.hh).");
   for (const auto& l : arr(doc, "lcores")) {
@@ -120,6 +122,8 @@ std::string prometheus_text(const nlohmann::json& doc) {
     empty.add(lab, u(l, "empty_polls"));
     delivered.add(lab, u(l, "delivered"));
     transmitted.add(lab, u(l, "transmitted"));
+    // Absent from documents of writers older than the field.
+    if (l.is_object() && l.contains("involuntary_switches")) preempted.add(lab, u(l, "involuntary_switches"));
     const nlohmann::json& drops = obj(l, "drops");
     for (std::size_t r = 1; r < kDropReasonCount; ++r) {
       const std::string reason(kDropReasonNames[r]);
@@ -224,7 +228,7 @@ std::string prometheus_text(const nlohmann::json& doc) {
   for (const auto& e : arr(doc, "end_to_end"))
     add_summary(e2e, e2e_max, {{"endpoint", str(e, "endpoint")}}, obj(e, "latency"));
 
-  for (const Family* f : {&info, &running, &rx, &rx_bytes, &bursts, &empty, &delivered, &transmitted, &dropped, &ep,
+  for (const Family* f : {&info, &running, &rx, &rx_bytes, &bursts, &empty, &delivered, &transmitted, &dropped, &preempted, &ep,
                           &port_info, &port_tx, &q_rx, &q_rx_bytes, &q_nombuf, &q_rx_err, &q_tx, &q_tx_bytes,
                           &q_tx_err, &driver, &lost, &lost_unknown, &lossless, &pool_size, &pool_out, &f_seen, &f_verdicts, &f_lat, &f_max, &sample,
                           &s_lat, &s_max, &e2e, &e2e_max})

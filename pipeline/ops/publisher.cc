@@ -25,7 +25,8 @@ nlohmann::json lcore_json(const LcoreStats& s) {
           {"rx_packets", s.rx_packets}, {"rx_bytes", s.rx_bytes},
           {"bursts", s.bursts},   {"empty_polls", s.empty_polls},
           {"delivered", s.delivered}, {"transmitted", s.transmitted},
-          {"dropped", s.dropped()}, {"drops", drops_json(s.drops)}};
+          {"dropped", s.dropped()}, {"drops", drops_json(s.drops)},
+          {"involuntary_switches", s.involuntary_switches}};
 }
 
 nlohmann::json queue_json(const QueueCounters& q) {

@@ -38,7 +38,4 @@ nlohmann::json stats_document(const Pipeline& pipeline, std::string_view name);
 // values are TSC cycles unless ns_per_unit > 0 says what one unit is.
 nlohmann::json histogram_json(const HistogramSnapshot& h, double ns_per_unit = 0);
 
-// The answer to one request text (exposed for tests): status line, headers and body.
-std::string metrics_http_response(std::string_view request, const std::string& metrics_body);
-
 }  // namespace rawpipe::ops

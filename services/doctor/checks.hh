@@ -10,6 +10,7 @@
 //   metrics_port.cc  the [metrics] address is free, and who holds it when not
 //   interface.cc     interface exists, its driver, link state, MTU against the XDP limits, queues
 //   numa.cc          NUMA node of the NIC against the CPUs of the lcores that poll it
+//   cpu_isolation.cc lcore CPUs against isolcpus, nohz_full, rcu_nocbs and IRQ affinity
 //   bpffs.cc         /sys/fs/bpf for libxdp
 //   xdp_program.cc   the af_xdp driver is built in and its XDP program object is where it looks
 //   rdma.cc          rdma-core libraries, RDMA devices, the mlx5/mana preflight, the MANA vPort
@@ -33,6 +34,7 @@ void check_taps(const Needs* needs, const HostFacts& host, Report& report);
 void check_metrics_port(const Needs* needs, const HostFacts& host, Report& report);
 void check_interfaces(const Needs* needs, const HostFacts& host, Report& report);
 void check_numa(const Needs* needs, const HostFacts& host, Report& report);
+void check_cpu_isolation(const Needs* needs, const HostFacts& host, Report& report);
 void check_bpffs(const Needs* needs, const HostFacts& host, Report& report);
 void check_xdp_program(const Needs* needs, const HostFacts& host, Report& report);
 void check_rdma(const Needs* needs, const HostFacts& host, Report& report);

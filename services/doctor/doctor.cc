@@ -35,6 +35,7 @@ Report run_checks(const Needs* needs, const HostFacts& host) {
   check_bpffs(needs, host, r);
   check_rdma(needs, host, r);
   check_numa(needs, host, r);
+  check_cpu_isolation(needs, host, r);
   check_checksum_offload(needs, host, r);
   check_taps(needs, host, r);
   check_metrics_port(needs, host, r);

@@ -152,6 +152,28 @@ std::map<int, int> read_cpu_nodes(const std::string& sysfs_root) {
   return out;
 }
 
+// For check_cpu_isolation: what isolates CPUs (the command line and its effect) and where IRQs go.
+static void read_cpu_isolation(HostFacts& h, const GatherOptions& o) {
+  const fs::path cpu = fs::path(o.sysfs_root) / "devices/system/cpu";
+  if (auto online = parse_cpu_list(slurp(cpu / "online")); online && !online.value().empty()) {
+    h.cpus_known = true;
+    h.online_cpus = online.value();
+  }
+  // Empty files (nothing isolated) parse as no CPUs.
+  if (auto v = parse_cpu_list(slurp(cpu / "isolated"))) h.isolated_cpus = v.value();
+  if (auto v = parse_cpu_list(slurp(cpu / "nohz_full"))) h.nohz_full_cpus = v.value();
+  h.cmdline = slurp(fs::path(o.proc_root) / "cmdline");
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(o.proc_root) / "irq", ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.empty() || !std::all_of(n.begin(), n.end(), ::isdigit)) continue;
+    std::string text = slurp(e.path() / "effective_affinity_list");
+    auto cpus = parse_cpu_list(text);
+    if (!cpus || cpus.value().empty()) cpus = parse_cpu_list(slurp(e.path() / "smp_affinity_list"));
+    if (cpus && !cpus.value().empty()) h.irq_cpus[std::atoi(n.c_str())] = cpus.value();
+  }
+}
+
 HostFacts gather_host(const GatherOptions& o) {
   HostFacts h;
   if (auto caps = host::read_caps()) {
@@ -196,6 +218,7 @@ HostFacts gather_host(const GatherOptions& o) {
   }
   h.mounts = parse_mounts(slurp(fs::path(o.proc_root) / "self/mounts"));
   h.cpu_node = read_cpu_nodes(o.sysfs_root);
+  read_cpu_isolation(h, o);
 
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(fs::path(o.sysfs_root) / "class/net", ec))

@@ -92,6 +92,15 @@ struct HostFacts {
   bool af_xdp_built = false;
   std::string xdp_object;
   std::string xdp_object_error;
+  // CPU isolation (cpu_isolation.cc): the kernel command line and what the kernel made of it.
+  bool cpus_known = false;            // online CPUs read
+  std::string cmdline;                // /proc/cmdline
+  std::vector<int> online_cpus;       // /sys/devices/system/cpu/online
+  std::vector<int> isolated_cpus;     // /sys/devices/system/cpu/isolated (isolcpus' domain isolation)
+  std::vector<int> nohz_full_cpus;    // /sys/devices/system/cpu/nohz_full
+  // IRQ number -> the CPUs it is delivered to: /proc/irq/N/effective_affinity_list where the
+  // kernel has it, else smp_affinity_list.
+  std::map<int, std::vector<int>> irq_cpus;
   std::string kernel;                 // uname -r
   std::string binary;                 // /proc/self/exe, for setcap fixes
 };

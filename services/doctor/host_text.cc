@@ -1,6 +1,7 @@
 #include "services/doctor/host_text.hh"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 
@@ -161,6 +162,32 @@ Result<std::int64_t> parse_sysfs_int(std::string_view text) {
   std::int64_t v = 0;
   if (!to_int(text, v)) return Status::errorf("expected a number, got '{}'", trim(text));
   return v;
+}
+
+std::vector<int> cmdline_cpus(std::string_view cmdline, std::string_view param, const std::vector<int>& online) {
+  std::vector<int> last;  // the kernel takes the last occurrence of a parameter
+  std::size_t i = 0;
+  while (i < cmdline.size()) {
+    while (i < cmdline.size() && (cmdline[i] == ' ' || cmdline[i] == '\n' || cmdline[i] == '\t')) ++i;
+    std::size_t end = i;
+    while (end < cmdline.size() && cmdline[end] != ' ' && cmdline[end] != '\n' && cmdline[end] != '\t') ++end;
+    std::string_view word = cmdline.substr(i, end - i);
+    i = end;
+    if (!word.starts_with(param) || word.size() <= param.size() || word[param.size()] != '=') continue;
+    std::string_view value = word.substr(param.size() + 1);
+    // isolcpus=[flag,...,]cpu-list: flags are words ("nohz", "domain", "managed_irq").
+    while (!value.empty() && !std::isdigit(static_cast<unsigned char>(value.front())) && !value.starts_with("all")) {
+      const std::size_t comma = value.find(',');
+      value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
+    }
+    if (value == "all") {
+      last = online;
+      continue;
+    }
+    auto cpus = parse_cpu_list(value);
+    last = cpus ? cpus.value() : std::vector<int>();
+  }
+  return last;
 }
 
 }  // namespace rawpipe::doctor

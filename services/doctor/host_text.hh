@@ -26,6 +26,11 @@ Result<std::vector<int>> parse_cpu_list(std::string_view text);
 // The compact form of a sorted CPU set ("0-3,8").
 std::string format_cpu_list(const std::vector<int>& cpus);
 
+// The CPUs a kernel command line parameter names ("isolcpus", "nohz_full", "rcu_nocbs") in
+// /proc/cmdline text: its CPU list without isolcpus' leading flags ("managed_irq,domain,2-3"),
+// "all" as every CPU of `online`. Empty when the parameter is absent or its list unreadable.
+std::vector<int> cmdline_cpus(std::string_view cmdline, std::string_view param, const std::vector<int>& online);
+
 // /proc/meminfo lines "Key:   value kB" -> value (kB for sizes, a count for HugePages_*).
 std::map<std::string, std::uint64_t, std::less<>> parse_meminfo(std::string_view text);
 

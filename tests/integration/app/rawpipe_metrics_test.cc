@@ -129,7 +129,8 @@ rx = ["gen:0"]
   const std::string metrics = resp.substr(resp.find("\r\n\r\n") + 4);
   EXPECT_GT(sum_of(metrics, "rawpipe_filter_packets_total", "filter=\"prefix_drop\",endpoint=\"md\""), 0);
   EXPECT_GT(sum_of(metrics, "rawpipe_stage_latency_seconds_count", "stage=\"burst\""), 0);
-  EXPECT_EQ(http_get(port, "/").rfind("HTTP/1.0 404", 0), 0u);
+  EXPECT_EQ(http_get(port, "/").rfind("HTTP/1.0 200 OK\r\nContent-Type: text/html", 0), 0u);  // the dashboard
+  EXPECT_EQ(http_get(port, "/nope").rfind("HTTP/1.0 404", 0), 0u);
   if (std::system("promtool --version > /dev/null 2>&1") == 0) {
     std::ofstream(tmp / "metrics.txt") << metrics;
     const int rc = std::system(("promtool check metrics < " + (tmp / "metrics.txt").string() + " > " +

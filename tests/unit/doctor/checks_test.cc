@@ -2,6 +2,10 @@
 // exact fix, and a good setup can run.
 #include <gtest/gtest.h>
 #include <linux/capability.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "services/doctor/checks.hh"
 #include "services/doctor/xdp_limits.hh"
@@ -519,6 +523,130 @@ TEST(DoctorChecks, MetricsAddressInUseNamesTheListener) {
   f = only(r, "metrics");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->level, Level::kOk);
+}
+
+}  // namespace
+}  // namespace rawpipe::doctor
+
+namespace rawpipe::doctor {
+namespace {
+
+// Two lcores pinned to CPUs 2 and 3 of an 8-CPU machine polling one synth port.
+Needs pinned_needs() {
+  return needs("[[ports]]\nname = \"p0\"\npmd = \"synth\"\n[[ports]]\nname = \"p1\"\npmd = \"synth\"\n", "",
+               "[[lcores]]\ncpu = 2\nrx = [\"p0:0\"]\n[[lcores]]\ncpu = 3\nrx = [\"p1:0\"]\n");
+}
+
+HostFacts cpu_host() {
+  HostFacts h = good_host();
+  h.cpus_known = true;
+  h.online_cpus = {0, 1, 2, 3, 4, 5, 6, 7};
+  h.irq_cpus = {{0, {0}}, {24, {1}}, {25, {5}}};
+  return h;
+}
+
+TEST(DoctorCpuIsolation, IsolatedLcoreCpusAreOk) {
+  HostFacts h = cpu_host();
+  h.cmdline = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 isolcpus=managed_irq,domain,2-3 nohz_full=2-3 rcu_nocbs=2-3 quiet\n";
+  h.isolated_cpus = {2, 3};
+  h.nohz_full_cpus = {2, 3};
+  Needs n = pinned_needs();
+  Report r = run_checks(&n, h);
+  const Finding* f = only(r, "cpu isolation");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kOk) << format_report(r);
+  EXPECT_NE(f->detail.find("CPUs 0-1,4-7"), std::string::npos) << f->detail;
+}
+
+TEST(DoctorCpuIsolation, NothingIsolatedSaysTheWholeCommandLine) {
+  HostFacts h = cpu_host();
+  h.cmdline = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 quiet\n";
+  h.irq_cpus[30] = {0, 1, 2, 3, 4, 5, 6, 7};  // may land anywhere, lcore CPUs included
+  h.irq_cpus[31] = {3};
+  Needs n = pinned_needs();
+  Report r = run_checks(&n, h);
+  const Finding* f = only(r, "cpu isolation");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kWarn);
+  EXPECT_TRUE(r.can_run());
+  EXPECT_NE(f->detail.find("CPU 2-3 not in isolcpus"), std::string::npos) << f->detail;
+  EXPECT_NE(f->detail.find("2 IRQs delivered to lcore CPUs (30 31)"), std::string::npos) << f->detail;
+  EXPECT_NE(f->fix.find(": isolcpus=managed_irq,domain,2-3 nohz_full=2-3 rcu_nocbs=2-3 irqaffinity=0-1,4-7;"),
+            std::string::npos) << f->fix;
+  EXPECT_NE(f->fix.find("for i in 30 31; do echo 0-1,4-7 > /proc/irq/$i/smp_affinity_list; done"), std::string::npos)
+      << f->fix;
+}
+
+TEST(DoctorCpuIsolation, PartlyIsolatedAsksOnlyForWhatIsMissingKeepingWhatIsThere) {
+  HostFacts h = cpu_host();
+  // CPU 3 isolated and 6 too (another application's); no nohz_full; rcu_nocbs covers both lcores.
+  h.cmdline = "root=/dev/sda1 isolcpus=3,6 rcu_nocbs=all";
+  h.isolated_cpus = {3, 6};
+  Needs n = pinned_needs();
+  Report r = run_checks(&n, h);
+  const Finding* f = only(r, "cpu isolation");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kWarn);
+  EXPECT_NE(f->detail.find("CPU 2 not in isolcpus"), std::string::npos) << f->detail;
+  EXPECT_EQ(f->detail.find("rcu_nocbs"), std::string::npos) << f->detail;
+  EXPECT_EQ(f->detail.find("IRQ"), std::string::npos) << f->detail;
+  EXPECT_NE(f->fix.find("isolcpus=managed_irq,domain,2-3,6 nohz_full=2-3"), std::string::npos) << f->fix;
+  EXPECT_EQ(f->fix.find("rcu_nocbs"), std::string::npos) << f->fix;
+}
+
+TEST(DoctorCpuIsolation, UnpinnedLcoresAndEveryCpuTaken) {
+  HostFacts h = cpu_host();
+  Needs unpinned = needs("[[ports]]\nname = \"p0\"\npmd = \"synth\"\n");
+  Report r = run_checks(&unpinned, h);
+  const Finding* f = only(r, "cpu isolation");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kOk);  // nothing to isolate; the detail says how to get there
+  EXPECT_NE(f->detail.find("unpinned"), std::string::npos) << f->detail;
+
+  h.online_cpus = {2, 3};
+  Needs n = pinned_needs();
+  r = run_checks(&n, h);
+  f = only(r, "cpu isolation");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->detail.find("every online CPU"), std::string::npos) << f->detail;
+}
+
+// The facts as gather_host reads them from a sysfs and proc root (fixture trees).
+TEST(DoctorCpuIsolation, GatheredFromSysfsAndProcTrees) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("rawpipe-doctor-cpu-" + std::to_string(getpid()));
+  fs::remove_all(root);
+  auto put = [&](const fs::path& rel, const std::string& text) {
+    fs::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << text;
+  };
+  put("sys/devices/system/cpu/online", "0-7\n");
+  put("sys/devices/system/cpu/isolated", "2-3\n");
+  put("sys/devices/system/cpu/nohz_full", "(null)\n");  // what a kernel without nohz_full prints
+  put("proc/cmdline", "root=/dev/vda1 isolcpus=domain,2-3 rcu_nocbs=2-3\n");
+  put("proc/irq/24/smp_affinity_list", "0-7\n");
+  put("proc/irq/24/effective_affinity_list", "3\n");
+  put("proc/irq/25/smp_affinity_list", "0-1\n");
+  put("proc/irq/default_smp_affinity", "ff\n");
+  GatherOptions o;
+  o.sysfs_root = (root / "sys").string();
+  o.proc_root = (root / "proc").string();
+  HostFacts h = gather_host(o);
+  fs::remove_all(root);
+  EXPECT_TRUE(h.cpus_known);
+  EXPECT_EQ(h.online_cpus.size(), 8u);
+  EXPECT_EQ(h.isolated_cpus, (std::vector<int>{2, 3}));
+  EXPECT_TRUE(h.nohz_full_cpus.empty());
+  EXPECT_EQ(h.irq_cpus.at(24), (std::vector<int>{3}));  // the effective affinity wins
+  EXPECT_EQ(h.irq_cpus.at(25), (std::vector<int>{0, 1}));
+  Needs n = pinned_needs();
+  Report r;
+  check_cpu_isolation(&n, h, r);
+  ASSERT_EQ(r.findings().size(), 1u);
+  EXPECT_EQ(r.findings()[0].detail,
+            "lcore CPUs 2-3: CPU 2-3 not in nohz_full (the scheduler tick interrupts the lcore); 1 IRQ delivered to "
+            "lcore CPUs (24)");
+  EXPECT_NE(r.findings()[0].fix.find(": nohz_full=2-3 irqaffinity=0-1,4-7;"), std::string::npos) << r.findings()[0].fix;
 }
 
 }  // namespace

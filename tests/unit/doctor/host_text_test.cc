@@ -203,3 +203,20 @@ TEST(HostText, ProcNetTcpListenersBlockTheirPort) {
 
 }  // namespace
 }  // namespace rawpipe::doctor
+
+namespace rawpipe::doctor {
+namespace {
+
+TEST(HostText, CmdlineCpusOfIsolationParameters) {
+  const std::vector<int> online = {0, 1, 2, 3};
+  EXPECT_EQ(cmdline_cpus("root=/dev/sda isolcpus=managed_irq,domain,1-2,3 quiet", "isolcpus", online),
+            (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(cmdline_cpus("nohz_full=2 nohz_full=3\n", "nohz_full", online), (std::vector<int>{3}));  // the last wins
+  EXPECT_EQ(cmdline_cpus("rcu_nocbs=all", "rcu_nocbs", online), online);
+  EXPECT_TRUE(cmdline_cpus("rcu_nocbs", "rcu_nocbs", online).empty());
+  EXPECT_TRUE(cmdline_cpus("xisolcpus=1 isolcpus_x=2", "isolcpus", online).empty());
+  EXPECT_TRUE(cmdline_cpus("isolcpus=nohz,domain", "isolcpus", online).empty());
+}
+
+}  // namespace
+}  // namespace rawpipe::doctor

@@ -25,6 +25,8 @@
 #include "rawpipe/pipeline.hh"
 #include "pipeline/filter/filter.hh"
 #include "rawpipe/metrics_server.hh"
+#include "pipeline/ops/dashboard.hh"
+#include "pipeline/ops/http_routes.hh"
 #include "pipeline/ops/prometheus.hh"
 #include "pipeline/port/registry.hh"
 #include "pipeline/ops/publisher.hh"
@@ -185,19 +187,44 @@ TEST(MetricsParser, CatchesWhatPrometheusRejects) {
 
 // ---- HTTP and config -----------------------------------------------------------------------
 
-TEST(MetricsHttp, AnswersOnlyGetMetrics) {
-  EXPECT_TRUE(metrics_http_response("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", "body\n").starts_with("HTTP/1.0 200 OK\r\n"));
-  const std::string ok = metrics_http_response("GET /metrics HTTP/1.0\r\n\r\n", "body\n");
+// The error reply of a request, or "" when it is routed to a page.
+std::string error_of(std::string_view request) {
+  auto r = route_http_request(request);
+  return std::holds_alternative<std::string>(r) ? std::get<std::string>(r) : std::string();
+}
+
+TEST(MetricsHttp, RoutesThePagesAndRefusesTheRest) {
+  auto page = [](std::string_view request) {
+    auto r = route_http_request(request);
+    EXPECT_TRUE(std::holds_alternative<HttpRoute>(r)) << request << ": " << error_of(request);
+    return std::holds_alternative<HttpRoute>(r) ? std::get<HttpRoute>(r) : HttpRoute{};
+  };
+  EXPECT_EQ(page("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").page, HttpPage::kMetrics);
+  EXPECT_FALSE(page("GET /metrics HTTP/1.0\r\n\r\n").snapshot.has_value());
+  EXPECT_EQ(page("GET /metrics.json HTTP/1.0\r\n\r\n").page, HttpPage::kMetricsJson);
+  EXPECT_EQ(page("GET / HTTP/1.1\r\n\r\n").page, HttpPage::kDashboard);
+  EXPECT_EQ(page("GET /dashboard HTTP/1.1\r\n\r\n").page, HttpPage::kDashboard);
+  EXPECT_EQ(page("GET /chart.js HTTP/1.1\r\n\r\n").page, HttpPage::kChartJs);
+  EXPECT_EQ(page("GET /metrics?snapshot=17 HTTP/1.1\r\n\r\n").snapshot, 17u);
+  EXPECT_EQ(page("GET /metrics.json?snapshot=0 HTTP/1.1\r\n\r\n").snapshot, 0u);
+
+  const std::string ok = http_reply(200, "OK", kPrometheusContentType, "body\n", "X-Rawpipe-Snapshot: 3");
+  EXPECT_TRUE(ok.starts_with("HTTP/1.0 200 OK\r\n"));
   EXPECT_NE(ok.find("Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"), std::string::npos);
   EXPECT_NE(ok.find("Content-Length: 5\r\n"), std::string::npos);
+  EXPECT_NE(ok.find("\r\nX-Rawpipe-Snapshot: 3\r\n"), std::string::npos);
   EXPECT_TRUE(ok.ends_with("\r\n\r\nbody\n"));
-  EXPECT_TRUE(metrics_http_response("GET / HTTP/1.1\r\n\r\n", "").starts_with("HTTP/1.0 404"));
-  EXPECT_TRUE(metrics_http_response("GET /metrics?x=1 HTTP/1.1\r\n\r\n", "").starts_with("HTTP/1.0 404"));
-  EXPECT_TRUE(metrics_http_response("POST /metrics HTTP/1.1\r\n\r\n", "").starts_with("HTTP/1.0 405"));
-  EXPECT_TRUE(metrics_http_response("GET /metrics\r\n\r\n", "").starts_with("HTTP/1.0 400"));
-  EXPECT_TRUE(metrics_http_response("GET /metrics SPDY/3\r\n\r\n", "").starts_with("HTTP/1.0 400"));
-  EXPECT_TRUE(metrics_http_response("garbage", "").starts_with("HTTP/1.0 400"));
-  EXPECT_TRUE(metrics_http_response("GET  /metrics HTTP/1.1\r\n\r\n", "").starts_with("HTTP/1.0 400"));
+
+  EXPECT_TRUE(error_of("GET /nope HTTP/1.1\r\n\r\n").starts_with("HTTP/1.0 404"));
+  EXPECT_TRUE(error_of("GET /metrics?x=1 HTTP/1.1\r\n\r\n").starts_with("HTTP/1.0 404"));
+  EXPECT_TRUE(error_of("GET /?snapshot=1 HTTP/1.1\r\n\r\n").starts_with("HTTP/1.0 404"));
+  EXPECT_TRUE(error_of("GET /metrics?snapshot=1x HTTP/1.1\r\n\r\n").starts_with("HTTP/1.0 400"));
+  EXPECT_TRUE(error_of("GET /metrics?snapshot= HTTP/1.1\r\n\r\n").starts_with("HTTP/1.0 400"));
+  EXPECT_TRUE(error_of("POST /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.0 405"));
+  EXPECT_TRUE(error_of("GET /metrics\r\n\r\n").starts_with("HTTP/1.0 400"));
+  EXPECT_TRUE(error_of("GET /metrics SPDY/3\r\n\r\n").starts_with("HTTP/1.0 400"));
+  EXPECT_TRUE(error_of("garbage").starts_with("HTTP/1.0 400"));
+  EXPECT_TRUE(error_of("GET  /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.0 400"));
 }
 
 TEST(MetricsConfig, ListenAddressesAndErrors) {
@@ -360,6 +387,8 @@ TEST(MetricsServer, ScrapesOfARunningPipelineParseGrowAndMatchTheAccounting) {
       EXPECT_GE(it->second, v) << key << " went backwards";
     }
   EXPECT_GT(total(scrapes.back(), "rawpipe_stage_latency_seconds_count", "stage=burst"), 0);
+  // Present per lcore (read from /proc while the lcore runs); its value is the kernel's.
+  EXPECT_EQ(scrapes.back().series.count("rawpipe_lcore_involuntary_context_switches_total{lcore=0,}"), 1u);
 
   // promtool, when installed (Debian package prometheus; tools/packages.txt lists it).
   if (std::system("promtool --version > /dev/null 2>&1") == 0) {
@@ -406,6 +435,80 @@ TEST(MetricsServer, ScrapesOfARunningPipelineParseGrowAndMatchTheAccounting) {
   EXPECT_GT(a.drops[static_cast<std::size_t>(DropReason::kFilterDrop)], 0u);
   EXPECT_EQ(total(fin, "rawpipe_pool_buffers_outstanding"), 0);
   EXPECT_GE(server.requests(), 6u);  // complete requests (the oversized one is cut off unread)
+}
+
+// The dashboard's feed: /metrics.json is the document /metrics renders, numbered; a numbered
+// snapshot is served again byte for byte until it is evicted; the page and the chart library
+// are served beside them.
+TEST(MetricsServer, NumberedSnapshotsServeTheSameFiguresAsTextAndJson) {
+  LoadOptions o;
+  o.find_pmd = &find_pmd;
+  o.cpu_count = 2;
+  auto loaded = load_config_string(kRunConfig, "snapshots.toml", o);
+  ASSERT_TRUE(loaded) << loaded.message();
+  auto created = Pipeline::create(loaded->plan);
+  ASSERT_TRUE(created) << created.message();
+  Pipeline& pipe = *created.value();
+  ASSERT_TRUE(pipe.start());
+  MetricsServer server;
+  ASSERT_TRUE(server.start(pipe, "snapshots", loaded->plan.metrics.listen));
+  auto header = [](const std::string& resp, const std::string& name) {
+    const std::size_t at = resp.find("\r\n" + name + ": ");
+    if (at == std::string::npos) return std::string();
+    const std::size_t from = at + name.size() + 4;
+    return resp.substr(from, resp.find("\r\n", from) - from);
+  };
+
+  // Taken while the lcores run, so the next fresh snapshot differs from this one.
+  const std::string json_resp = http_get(server.port(), "GET /metrics.json HTTP/1.0\r\n\r\n");
+  ASSERT_TRUE(json_resp.starts_with("HTTP/1.0 200 OK\r\n")) << json_resp.substr(0, 200);
+  EXPECT_EQ(header(json_resp, "Content-Type"), "application/json");
+  const nlohmann::json doc = nlohmann::json::parse(body_of(json_resp));
+  const std::uint64_t n = doc.at("snapshot").get<std::uint64_t>();
+  EXPECT_EQ(header(json_resp, "X-Rawpipe-Snapshot"), std::to_string(n));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::string text_resp = http_get(server.port(), fmt::format("GET /metrics?snapshot={} HTTP/1.0\r\n\r\n", n));
+  ASSERT_TRUE(text_resp.starts_with("HTTP/1.0 200 OK\r\n")) << text_resp.substr(0, 200);
+  const Scrape same = parse_exposition(body_of(text_resp));
+  for (const auto& e : same.errors) ADD_FAILURE() << e;
+  std::uint64_t rx = 0, delivered = 0;
+  for (const auto& l : doc.at("lcores")) {
+    rx += l.at("rx_packets").get<std::uint64_t>();
+    delivered += l.at("delivered").get<std::uint64_t>();
+  }
+  EXPECT_EQ(total(same, "rawpipe_lcore_rx_packets_total"), double(rx));
+  EXPECT_EQ(total(same, "rawpipe_lcore_delivered_packets_total"), double(delivered));
+  EXPECT_EQ(total(same, "rawpipe_endpoint_delivered_packets_total"),
+            double(doc.at("endpoints").at(0).at("delivered").get<std::uint64_t>()));
+  EXPECT_EQ(body_of(http_get(server.port(), fmt::format("GET /metrics.json?snapshot={} HTTP/1.0\r\n\r\n", n))),
+            body_of(json_resp));
+  // A fresh scrape is a new snapshot with newer figures.
+  const std::string fresh = http_get(server.port(), "GET /metrics HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(header(fresh, "X-Rawpipe-Snapshot"), std::to_string(n + 1));
+  EXPECT_NE(body_of(fresh), body_of(text_resp));
+
+  // Kept: the last 16; older ones are refused with the reason, and so are ones never taken.
+  for (int i = 0; i < 16; ++i) (void)http_get(server.port(), "GET /metrics.json HTTP/1.0\r\n\r\n");
+  const std::string evicted = http_get(server.port(), fmt::format("GET /metrics?snapshot={} HTTP/1.0\r\n\r\n", n));
+  EXPECT_TRUE(evicted.starts_with("HTTP/1.0 404")) << evicted.substr(0, 200);
+  EXPECT_NE(evicted.find("is not kept"), std::string::npos) << evicted;
+  EXPECT_TRUE(http_get(server.port(), "GET /metrics?snapshot=0 HTTP/1.0\r\n\r\n").starts_with("HTTP/1.0 404"));
+  EXPECT_TRUE(http_get(server.port(), "GET /metrics?snapshot=999 HTTP/1.0\r\n\r\n").starts_with("HTTP/1.0 404"));
+
+  const std::string page = http_get(server.port(), "GET / HTTP/1.0\r\n\r\n");
+  EXPECT_TRUE(page.starts_with("HTTP/1.0 200 OK\r\n"));
+  EXPECT_EQ(header(page, "Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(page.find("fetch(\"/metrics.json\""), std::string::npos);
+  const std::string chart = http_get(server.port(), "GET /chart.js HTTP/1.0\r\n\r\n");
+  if (std::filesystem::exists(std::string(chartjs_path()))) {
+    EXPECT_TRUE(chart.starts_with("HTTP/1.0 200 OK\r\n")) << chart.substr(0, 300);
+    EXPECT_EQ(body_of(chart).size(), std::filesystem::file_size(std::string(chartjs_path())));
+  } else {
+    EXPECT_TRUE(chart.starts_with("HTTP/1.0 404")) << chart.substr(0, 300);
+    EXPECT_NE(chart.find("libjs-chart.js"), std::string::npos) << chart;
+  }
+  server.stop();
+  ASSERT_TRUE(pipe.stop());
 }
 
 // Stop under observation: /metrics scraped over HTTP and the stats segment read (what `rawpipe
