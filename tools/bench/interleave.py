@@ -1,0 +1,112 @@
+"""Interleaved runs for the tools/bench scripts that compare two programs (pcap-vs-testpmd,
+ring-vs-sink): start a program, measure a window of its per-second lines once its forwarding
+thread runs, and the CPU share that thread had in the window."""
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class RunFailed(Exception):
+    """A run that gave no figure, with what the program printed."""
+
+
+def thread_ticks(pid, prefix):
+    """utime + stime (clock ticks) of the first thread of pid whose name starts with prefix."""
+    base = f"/proc/{pid}/task"
+    try:
+        tids = os.listdir(base)
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open(f"{base}/{tid}/comm") as f:
+                if not f.read().strip().startswith(prefix):
+                    continue
+            with open(f"{base}/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return int(fields[11]) + int(fields[12])
+        except OSError:
+            continue
+    return None
+
+
+def run_window(cmd, thread, warm, seconds, others=()):
+    """Starts cmd, waits until `thread` has begun to run, lets it run warm + seconds, stops it with
+    SIGINT. Returns (the output lines that arrived inside the window, all output, exit code, CPU
+    share of the thread over the window, {name: CPU share} of the `others` threads)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    lines = []  # (arrival time, line): each per-second rate line is judged by when it came
+
+    def reader():
+        for line in proc.stdout:
+            lines.append((time.monotonic(), line))
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    # Setup (EAL, pools, reading the pcap) can take long on a loaded machine: the window starts
+    # once the forwarding thread has used CPU time, plus the warm-up.
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and not thread_ticks(proc.pid, thread):
+        time.sleep(0.02)
+    time.sleep(warm)
+    t1, c1 = time.monotonic(), thread_ticks(proc.pid, thread)
+    o1 = {name: thread_ticks(proc.pid, name) for name in others}
+    time.sleep(seconds)
+    t2, c2 = time.monotonic(), thread_ticks(proc.pid, thread)
+    o2 = {name: thread_ticks(proc.pid, name) for name in others}
+    # The line that covers the window's last second arrives up to a second later.
+    time.sleep(1.0)
+    t3 = time.monotonic()
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    t.join(timeout=10)
+    share = (c2 - c1) / TICKS / (t2 - t1) if c1 is not None and c2 is not None else None
+    other_shares = {name: (o2[name] - o1[name]) / TICKS / (t2 - t1)
+                    if o1[name] is not None and o2[name] is not None else None for name in others}
+    # A line arriving in (t1 + 1, t3] reports a second that lies inside [t1, t2 + 1].
+    inside = [line for when, line in lines if t1 + 1.0 < when <= min(t3, t2 + 1.0)]
+    return inside, "".join(line for _, line in lines), proc.returncode, share, other_shares
+
+
+def rawpipe_run(exe, config, warm, seconds, threads=(), rate_of="lcore0"):
+    """Runs `rawpipe run config` for a window; returns (the mean receive rate in Mpps over the
+    window of lcore0, or of the whole pipeline with rate_of="rx", lcore0's CPU share, the command,
+    the JSON summary, {thread: CPU share} for `threads`)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out_json = os.path.join(tmp, "summary.json")
+        cmd = [exe, "run", config, "--json", out_json]
+        inside, out, rc, share, other_shares = run_window(cmd, "rawpipe-lc0", warm, seconds, threads)
+        if rc != 0 or not os.path.exists(out_json):
+            raise RunFailed(f"rawpipe failed (exit {rc}):\n{out[-3000:]}")
+        with open(out_json) as f:
+            summary = json.load(f)
+    # Live lines "[    3.0s] ... | lcore0 12.34 Mpps", one per second.
+    samples = []
+    for line in inside:
+        m = re.search(r"\] rx ([\d.]+) (Mpps|kpps|pps)" if rate_of == "rx" else
+                      r"\| lcore0 ([\d.]+) (Mpps|kpps|pps)", line)
+        if m:
+            samples.append(float(m.group(1)) * {"Mpps": 1.0, "kpps": 1e-3, "pps": 1e-6}[m.group(2)])
+    if not samples:
+        raise RunFailed(f"no {rate_of} rate lines from rawpipe in the window:\n{out[-2000:]}")
+    return statistics.mean(samples), share, " ".join(cmd) + "  (stopped with SIGINT)", summary, other_shares
+
+
+def median_or_none(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
