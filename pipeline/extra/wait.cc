@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "pipeline/dispatch/wake.hh"
+#include "rawpipe/endpoint_wait.hh"
 #include "rawpipe/pipeline.hh"
 
 namespace rawpipe {
@@ -41,6 +42,22 @@ Result<bool> wake_sleep(int fd, int timeout_ms) {
     if (r == 0) return false;
     if (errno != EINTR) return Status::errorf("poll: {}", std::strerror(errno));
   }
+}
+
+Result<int> endpoint_wait_fd(Pipeline& pipeline, std::uint16_t endpoint) {
+  EndpointWake* w = pipeline.endpoint_wake(endpoint);
+  if (!w)
+    return Status::errorf("endpoint {} is not a ring endpoint: only a ring has a consumer to wake", endpoint);
+  return wake_fd(*w);
+}
+
+Result<bool> endpoint_arm(Pipeline& pipeline, std::uint16_t endpoint) {
+  EndpointWake* w = pipeline.endpoint_wake(endpoint);
+  if (!w)
+    return Status::errorf("endpoint {} is not a ring endpoint: only a ring has a consumer to wake", endpoint);
+  if (w->fd < 0)
+    return Status::errorf("endpoint {} has no wait descriptor yet; call endpoint_wait_fd first", endpoint);
+  return wake_arm(*w, pipeline, endpoint);
 }
 
 }  // namespace rawpipe

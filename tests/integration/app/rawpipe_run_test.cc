@@ -8,6 +8,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "tests/support/process.hh"
@@ -142,6 +144,75 @@ rx = ["s:0"]
   // The consumer thread received what it could before the stop; the rest was drained at stop.
   const std::uint64_t consumed = j["consumed_per_endpoint"].value("five", std::uint64_t{0});
   EXPECT_EQ(consumed + j["drained_at_stop"].get<std::uint64_t>(), 4000u);
+}
+
+// CPU time (clock ticks) of the thread of pid named `name`, or -1.
+long thread_ticks(pid_t pid, const std::string& name) {
+  const fs::path tasks = fs::path("/proc") / std::to_string(pid) / "task";
+  std::error_code ec;
+  for (const auto& t : fs::directory_iterator(tasks, ec)) {
+    std::string comm = slurp(t.path() / "comm");
+    if (comm.substr(0, comm.find('\n')) != name) continue;
+    const std::string stat = slurp(t.path() / "stat");
+    std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+      if (i == 14) utime = std::stol(field);
+      if (i == 15) stime = std::stol(field);
+    }
+    return utime + stime;
+  }
+  return -1;
+}
+
+// The ring consumer spins only while packets come (docs/consumer-wait.md): at 100 packets per
+// second it sleeps on the endpoint's descriptor between them, and still receives every one.
+TEST_F(RawpipeBinary, IdleRingConsumerSleepsAndStillReceives) {
+  const fs::path cfg = tmp_ / "idle.toml";
+  std::ofstream(cfg) << R"([[pools]]
+name = "rx"
+count = 1024
+[[ports]]
+name = "s"
+pmd = "synth"
+rate_pps = 100
+[[endpoints]]
+name = "app"
+action = "ring"
+match = ["udp dst *:5000"]
+[[lcores]]
+rx = ["s:0"]
+idle_sleep_us = 200
+)";
+  const fs::path json = tmp_ / "idle.json";
+  const pid_t pid = start_process({bin_.string(), "run", cfg.string(), "--duration", "3", "--json", json.string()},
+                                  tmp_ / "stdout", tmp_ / "stderr");
+  ASSERT_GT(pid, 0);
+  long before = -1;
+  for (int i = 0; i < 200 && before < 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    before = thread_ticks(pid, "rawpipe-consume");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past start-up
+  before = thread_ticks(pid, "rawpipe-consume");
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const long after = thread_ticks(pid, "rawpipe-consume");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(wait_process(pid), 0) << slurp(tmp_ / "stdout") << slurp(tmp_ / "stderr");
+  ASSERT_GE(before, 0) << "no rawpipe-consume thread";
+  ASSERT_GE(after, before);
+  const double share = double(after - before) / double(sysconf(_SC_CLK_TCK)) / seconds;
+  EXPECT_LT(share, 0.05) << "the consumer thread used " << share << " of a CPU at 100 packets/s";
+  auto j = read_json(json);
+  expect_balanced(j);
+  const std::uint64_t delivered = j["delivered_per_endpoint"]["app"].get<std::uint64_t>();
+  const std::uint64_t consumed = j["consumed_per_endpoint"].value("app", std::uint64_t{0});
+  EXPECT_GT(delivered, 100u);
+  // Woken for each packet: at most the last one or two were still queued at the stop.
+  EXPECT_EQ(consumed + j["drained_at_stop"].get<std::uint64_t>(), delivered);
+  EXPECT_LE(j["drained_at_stop"].get<std::uint64_t>(), 2u);
 }
 
 TEST_F(RawpipeBinary, SigintStopsCleanly) {

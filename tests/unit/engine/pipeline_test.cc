@@ -2,6 +2,8 @@
 // counts per endpoint and per drop reason, and the accounting identity.
 #include "rawpipe/pipeline.hh"
 
+#include <poll.h>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,6 +11,7 @@
 #include <thread>
 
 #include "pipeline/neigh/stage.hh"
+#include "rawpipe/endpoint_wait.hh"
 #include "pipeline/wire/wire.hh"
 #include "tests/support/test_port.hh"
 
@@ -177,6 +180,44 @@ TEST(Pipeline, PacketsLeftInRingsAtStopAreDrainedAndFreed) {
   auto again = p->start();
   ASSERT_FALSE(again);
   EXPECT_NE(again.message().find("cannot be restarted"), std::string::npos);
+}
+
+// The C++ wait calls (rawpipe/endpoint_wait.hh): misuse is an error, arming with packets queued
+// says "receive, do not sleep", and an armed descriptor becomes readable when packets come.
+TEST(Pipeline, RingConsumerWaitsOnTheEndpointDescriptor) {
+  TestPortConfig cfg;
+  cfg.rx_frames = {{udp_frame("10.0.0.7", 1, "10.0.0.1", 5000)}};
+  cfg.repeat = 10;
+  PlanBuilder b;
+  b.port("p0", cfg)
+      .endpoint("ep", EndpointAction::kRing, {"udp dst *:5000"})
+      .endpoint("count", EndpointAction::kSink, {"udp dst *:6000"})
+      .lcore({{0, 0}});
+  auto p = std::move(Pipeline::create(b.plan)).value();
+  auto not_ring = endpoint_wait_fd(*p, 1);
+  ASSERT_FALSE(not_ring);
+  EXPECT_NE(not_ring.message().find("not a ring endpoint"), std::string::npos) << not_ring.message();
+  auto early = endpoint_arm(*p, 0);
+  ASSERT_FALSE(early);
+  EXPECT_NE(early.message().find("endpoint_wait_fd first"), std::string::npos) << early.message();
+  auto fd = endpoint_wait_fd(*p, 0);
+  ASSERT_TRUE(fd) << fd.message();
+  EXPECT_EQ(endpoint_wait_fd(*p, 0).value(), fd.value());  // one descriptor per endpoint
+  auto armed = endpoint_arm(*p, 0);
+  ASSERT_TRUE(armed) << armed.message();
+  EXPECT_FALSE(armed.value());  // nothing queued yet: sleep
+  ASSERT_TRUE(p->start());
+  pollfd pfd{fd.value(), POLLIN, 0};
+  ASSERT_EQ(::poll(&pfd, 1, 10000), 1) << "the lcore did not wake the armed descriptor";
+  wait_all_processed(*p, 10);
+  auto again = endpoint_arm(*p, 0);
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(again.value());  // packets are waiting: receive instead of sleeping
+  Mbuf* out[16];
+  EXPECT_EQ(p->endpoint_receive(0, out, 16), 10u);
+  mbuf_free_bulk(out, 10);
+  ASSERT_TRUE(p->stop());
+  EXPECT_TRUE(p->accounting().balanced());
 }
 
 TEST(Pipeline, TwoLcoresOnTwoQueuesKeepPerLcoreCountsAndShareARingEndpoint) {
