@@ -166,8 +166,10 @@ long thread_ticks(pid_t pid, const std::string& name) {
   return -1;
 }
 
-// The ring consumer spins only while packets come (docs/consumer-wait.md): at 100 packets per
-// second it sleeps on the endpoint's descriptor between them, and still receives every one.
+// The ring consumer spins only while packets come (docs/consumer-wait.md): at 20 packets per
+// second it sleeps on the endpoint's descriptor between them, and still receives every one. (The
+// rate is low so that the spin after each packet stays far below the limit even in a sanitizer
+// build, where each pass costs several times more.)
 TEST_F(RawpipeBinary, IdleRingConsumerSleepsAndStillReceives) {
   const fs::path cfg = tmp_ / "idle.toml";
   std::ofstream(cfg) << R"([[pools]]
@@ -176,7 +178,7 @@ count = 1024
 [[ports]]
 name = "s"
 pmd = "synth"
-rate_pps = 100
+rate_pps = 20
 [[endpoints]]
 name = "app"
 action = "ring"
@@ -204,12 +206,12 @@ idle_sleep_us = 200
   ASSERT_GE(before, 0) << "no rawpipe-consume thread";
   ASSERT_GE(after, before);
   const double share = double(after - before) / double(sysconf(_SC_CLK_TCK)) / seconds;
-  EXPECT_LT(share, 0.05) << "the consumer thread used " << share << " of a CPU at 100 packets/s";
+  EXPECT_LT(share, 0.05) << "the consumer thread used " << share << " of a CPU at 20 packets/s";
   auto j = read_json(json);
   expect_balanced(j);
   const std::uint64_t delivered = j["delivered_per_endpoint"]["app"].get<std::uint64_t>();
   const std::uint64_t consumed = j["consumed_per_endpoint"].value("app", std::uint64_t{0});
-  EXPECT_GT(delivered, 100u);
+  EXPECT_GE(delivered, 30u);
   // Woken for each packet: at most the last one or two were still queued at the stop.
   EXPECT_EQ(consumed + j["drained_at_stop"].get<std::uint64_t>(), delivered);
   EXPECT_LE(j["drained_at_stop"].get<std::uint64_t>(), 2u);
