@@ -41,10 +41,12 @@ struct alignas(kFalseSharingRange) EndpointWake {
     std::atomic_thread_fence(std::memory_order_seq_cst);  // F2, pairs with F1 in arm
     if (!armed.load(std::memory_order_relaxed)) return;
     if (!armed.exchange(false, std::memory_order_acq_rel)) return;  // another lcore woke it
+    // Counted before the write: the consumer it wakes may read the statistic at once, and must
+    // find its own wake-up in it (the write is a system call, which orders the two).
+    wakeups.fetch_add(1, std::memory_order_relaxed);
     const std::uint64_t one = 1;
     // An eventfd write of 1 fails only when the counter would overflow: it is readable then.
     (void)!::write(fd, &one, sizeof one);
-    wakeups.fetch_add(1, std::memory_order_relaxed);
   }
 
   std::atomic<bool> enabled{false};      // the consumer has the descriptor (fd is valid)
