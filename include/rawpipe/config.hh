@@ -73,6 +73,11 @@ struct LoadedConfig {
 RAWPIPE_API Result<LoadedConfig> load_config(const std::string& file, const LoadOptions& options = {});
 RAWPIPE_API Result<LoadedConfig> load_config_string(std::string_view text, const std::string& file, const LoadOptions& options);
 
+// The config reference: every key of every section and built-in driver (name, type, allowed values,
+// default, meaning), from the tables the parsers themselves use. `which` names one section
+// ("pools", "ports", ...) or driver ("synth", ...); empty means all. Markdown or plain text.
+RAWPIPE_API Result<std::string> config_reference(std::string_view which = {}, bool markdown = false);
+
 // The pipeline part only.
 RAWPIPE_API Result<Plan> load_plan(const std::string& file, const LoadOptions& options = {});
 
