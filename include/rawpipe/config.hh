@@ -66,6 +66,9 @@ struct AppSettings {
 struct LoadedConfig {
   Plan plan;
   AppSettings app;
+  // Legal but suspicious parts, each "FILE:LINE: TABLE: key 'KEY': MESSAGE": a rule another
+  // endpoint's rule shadows, an IPv6 address without brackets whose last group reads like a port.
+  std::vector<std::string> warnings;
 };
 
 // Reads and validates a config file (or a string, for tests; `file` then only names it in

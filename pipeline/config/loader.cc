@@ -16,6 +16,7 @@
 #include "rawpipe/compiler.hh"
 #include "pipeline/config/metrics_section.hh"
 #include "pipeline/config/filters_section.hh"
+#include "pipeline/config/rule_warnings.hh"
 #include "pipeline/config/section.hh"
 #include "pipeline/config/tables.hh"
 #include "pipeline/config/taps_section.hh"
@@ -448,6 +449,10 @@ Result<LoadedConfig> load_config_string(std::string_view text, const std::string
   for (auto& s : lcores) (void)s.finish();
   Status status = root.finish();
   if (!status) return status;
+  for (const RuleWarning& w : find_rule_warnings(plan)) {
+    const ConfigSection& s = endpoints[w.endpoint];
+    out.warnings.push_back(fmt::format("{}:{}: {}: key 'match': {}", s.file(), s.line_of("match"), s.label(), w.message));
+  }
   return out;
 }
 
