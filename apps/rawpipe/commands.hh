@@ -42,10 +42,21 @@ struct ExecOptions {
   std::vector<std::string> argv;
 };
 
+struct ConfigRefOptions {
+  std::string which;  // a section or driver name; empty: all
+  bool markdown = false;
+};
+
+struct CheckOptions {
+  std::string config;
+  std::string json_file;  // "-": stdout; empty: no JSON
+};
+
 int run_command(const RunOptions& options);
+int config_ref_command(const ConfigRefOptions& options);
 int exec_command(const ExecOptions& options);
 int doctor_command(const DoctorOptions& options);
-int check_command(const std::string& config);
+int check_command(const CheckOptions& options);
 int list_pmds_command();
 int gen_command(const GenOptions& options);
 

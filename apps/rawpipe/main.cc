@@ -45,9 +45,15 @@ int main(int argc, char** argv) {
       gen_cmd->add_option("--burst", gen_burst, "Frames per burst, 1-256 (default: the lcore's)")->check(CLI::Range(1, 256));
   gen_cmd->add_option("-j,--json", gen.json_file, "Write the final counts as JSON to this file");
 
-  std::string check_config;
+  CheckOptions check;
   CLI::App* check_cmd = cli.add_subcommand("check", "Validate a config and print the plan, without running it");
-  check_cmd->add_option("config", check_config, "TOML config file")->required();
+  check_cmd->add_option("config", check.config, "TOML config file")->required();
+  check_cmd->add_option("--json", check.json_file, "Also write the plan and its warnings as JSON to this file (- for stdout)");
+
+  ConfigRefOptions config_ref;
+  CLI::App* config_ref_cmd = cli.add_subcommand("config-ref", "Print every config key (type, allowed values, default, meaning)");
+  config_ref_cmd->add_option("name", config_ref.which, "Only this section (run, pools, ports, ...) or driver (synth, ...)");
+  config_ref_cmd->add_flag("--markdown", config_ref.markdown, "Markdown tables (docs/config.md is this output)");
 
   DoctorOptions doctor;
   CLI::App* doctor_cmd =
@@ -88,7 +94,8 @@ int main(int argc, char** argv) {
     if (*gen_burst_opt) gen.burst = gen_burst;
     return gen_command(gen);
   }
-  if (*check_cmd) return check_command(check_config);
+  if (*check_cmd) return check_command(check);
+  if (*config_ref_cmd) return config_ref_command(config_ref);
   if (*list_cmd) return list_pmds_command();
   if (*doctor_cmd) return doctor_command(doctor);
   if (*stat_cmd) return stat_command(stat);

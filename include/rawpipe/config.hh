@@ -66,12 +66,20 @@ struct AppSettings {
 struct LoadedConfig {
   Plan plan;
   AppSettings app;
+  // Legal but suspicious parts, each "FILE:LINE: TABLE: key 'KEY': MESSAGE": a rule another
+  // endpoint's rule shadows, an IPv6 address without brackets whose last group reads like a port.
+  std::vector<std::string> warnings;
 };
 
 // Reads and validates a config file (or a string, for tests; `file` then only names it in
 // messages).
 RAWPIPE_API Result<LoadedConfig> load_config(const std::string& file, const LoadOptions& options = {});
 RAWPIPE_API Result<LoadedConfig> load_config_string(std::string_view text, const std::string& file, const LoadOptions& options);
+
+// The config reference: every key of every section and built-in driver (name, type, allowed values,
+// default, meaning), from the tables the parsers themselves use. `which` names one section
+// ("pools", "ports", ...) or driver ("synth", ...); empty means all. Markdown or plain text.
+RAWPIPE_API Result<std::string> config_reference(std::string_view which = {}, bool markdown = false);
 
 // The pipeline part only.
 RAWPIPE_API Result<Plan> load_plan(const std::string& file, const LoadOptions& options = {});

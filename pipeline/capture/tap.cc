@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "pipeline/config/section.hh"
+#include "pipeline/config/tables.hh"
 
 namespace rawpipe {
 namespace {
@@ -39,7 +40,29 @@ std::uint64_t monotonic_ns() noexcept {
   return std::uint64_t(ts.tv_sec) * 1000000000ull + std::uint64_t(ts.tv_nsec);
 }
 
+const KeyDoc kTapDocs[] = {
+    {"name", "string", "non-empty, unique", "\"taps[N]\"", "name in stats and metrics"},
+    {"stage", "string", "\"rx\", \"filtered\", \"drops\"", "\"rx\"",
+     "every received frame, frames going to an endpoint or a transmit, or dropped frames with their reason"},
+    {"path", "string", "a writable file path", "required", "capture file; a rotation appends a number"},
+    {"format", "string", "\"auto\", \"pcap\", \"pcapng\"", "\"auto\" (by the path's extension)",
+     "capture file format; pcapng records carry the drop reason as a comment"},
+    {"snaplen", "integer", "16 to 262144", "65535", "bytes kept of each frame"},
+    {"rotate_bytes", "integer", "0, or 4096 and more", "0", "start a new file past this size; 0: never"},
+    {"rotate_seconds", "number", "0 to 1e9", "0", "start a new file after this many seconds; 0: never"},
+    {"max_files", "integer", "0 to 1000000 (with a rotation)", "0", "keep only the newest N files; 0: keep all"},
+    {"lane_bytes", "integer", "power of two, 65536 to 1073741824", "4194304",
+     "bytes of each lcore's lane to the writer thread; a full lane counts the frame as lost"},
+    {"drop_reasons", "string list", "drop reason names (stage \"drops\" only)", "every reason",
+     "capture only these drop reasons"},
+    {"port", "string", "a [[ports]] name", "every port", "capture only this port's frames"},
+    {"endpoint", "string", "an [[endpoints]] name (not with stage \"rx\")", "every endpoint",
+     "capture only this endpoint's frames"},
+};
+
 }  // namespace
+
+const KeyTable kTapKeys{"taps", "[[taps]]", "capture taps written to pcap/pcapng by a writer thread", kTapDocs};
 
 Result<TapConfig> parse_tap_config(ConfigSection& s, std::string name) {
   TapConfig c;
@@ -78,7 +101,8 @@ Result<TapConfig> parse_tap_config(ConfigSection& s, std::string name) {
       if (!found) {
         std::string all;
         for (std::size_t i = 1; i < kDropReasonCount; ++i) all += fmt::format("{}{}", i > 1 ? ", " : "", kDropReasonNames[i]);
-        s.fail("drop_reasons", fmt::format("unknown drop reason '{}'; known: {}", r, all));
+        std::vector<std::string_view> names(kDropReasonNames.begin() + 1, kDropReasonNames.begin() + kDropReasonCount);
+        s.fail("drop_reasons", fmt::format("unknown drop reason '{}'{}; known: {}", r, did_you_mean(r, names), all));
       }
     }
   }

@@ -5,9 +5,26 @@
 #include <optional>
 
 #include "pipeline/config/section.hh"
+#include "pipeline/config/tables.hh"
 #include "pipeline/filter/plugin.hh"
 
 namespace rawpipe {
+namespace {
+
+const KeyDoc kFilterDocs[] = {
+    {"path", "string", "a plugin file or name in the plugin dirs", "required", "the filter plugin (a shared object)"},
+    {"endpoint", "string", "an [[endpoints]] name; or queue", "one of endpoint, queue",
+     "run the filter on this endpoint's packets"},
+    {"queue", "string", "\"PORT:QUEUE\"; or endpoint", "one of endpoint, queue",
+     "run the filter on every packet of this rx queue, before classify"},
+    {"config", "table", "string, number or boolean values", "{}", "handed to the plugin as text key/value pairs"},
+};
+
+}  // namespace
+
+const KeyTable kFilterKeys{"filters", "[[filters]]", "filter plugins (VMA/XLIO receive-callback semantics)",
+                           kFilterDocs};
+
 namespace {
 
 // "port:queue" -> (port id, queue); records the error at `queue` otherwise.
@@ -46,6 +63,7 @@ void load_filters(ConfigSection& root, Plan& plan) {
   std::map<std::string, std::string> attached;  // "endpoint md" / "queue 0:1" -> label
   for (std::size_t i = 0; i < sections.size(); ++i) {
     ConfigSection& s = sections[i];
+    s.declare(kFilterKeys);
     s.set_label(fmt::format("filters[{}]", i));
     FilterPlan f;
     f.label = s.label();

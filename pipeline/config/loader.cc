@@ -16,7 +16,9 @@
 #include "rawpipe/compiler.hh"
 #include "pipeline/config/metrics_section.hh"
 #include "pipeline/config/filters_section.hh"
+#include "pipeline/config/rule_warnings.hh"
 #include "pipeline/config/section.hh"
+#include "pipeline/config/tables.hh"
 #include "pipeline/config/taps_section.hh"
 #include "pipeline/neigh/port_keys.hh"
 #include "pipeline/port/registry.hh"
@@ -24,6 +26,84 @@
 #include "pipeline/plan/validate.hh"
 
 namespace rawpipe {
+
+namespace {
+
+const KeyDoc kTopLevelDocs[] = {
+    {"run", "table", "", "", "how long to run, what to do with unmatched packets, privileges ([run])"},
+    {"pools", "array of tables", "", "required", "packet buffer pools ([[pools]])"},
+    {"ports", "array of tables", "", "required", "ports and their drivers ([[ports]])"},
+    {"endpoints", "array of tables", "", "", "where matched packets go ([[endpoints]])"},
+    {"lcores", "array of tables", "", "required", "worker threads and the queues each polls ([[lcores]])"},
+    {"metrics", "table", "", "", "Prometheus listener, latency sampling, stats segment ([metrics])"},
+    {"taps", "array of tables", "", "", "pcap/pcapng capture taps ([[taps]])"},
+    {"filters", "array of tables", "", "", "filter plugins on an endpoint or an rx queue ([[filters]])"},
+};
+
+const KeyDoc kRunDocs[] = {
+    {"duration", "number", "0 to 1e9", "0", "seconds to run; 0 runs until SIGINT or SIGTERM (`run --duration` overrides it)"},
+    {"stats_interval", "number", "0.01 to 3600", "1.0", "seconds between live stats lines and stats segment updates"},
+    {"default_action", "string", "\"drop\", \"endpoint\"", "\"drop\"",
+     "packets no rule matches: dropped as no_match, or delivered to default_endpoint"},
+    {"default_endpoint", "string", "an [[endpoints]] name", "required with default_action = \"endpoint\"",
+     "the endpoint unmatched packets go to"},
+    {"consumer_cpu", "integer", "-1 to 4095", "-1", "CPU of the thread that drains \"ring\" endpoints; -1: not pinned"},
+    {"on_loss", "string", "\"warn\", \"fail\"", "\"warn\"",
+     "a loss a port saw before the pipeline makes `rawpipe run` exit non-zero (\"fail\") or only reports it"},
+};
+
+const KeyDoc kPoolDocs[] = {
+    {"name", "string", "non-empty", "required", "name ports refer to (`pool = ...`)"},
+    {"count", "integer", "64 to 1073741824", "8192", "packet buffers; allocated once at start, never grows"},
+    {"buf_size", "integer", "power of two, 512 to 65536", "2048", "bytes per buffer, header and headroom included"},
+    {"headroom", "integer", "0 to 1024", "128", "bytes kept free in front of the packet data"},
+    {"cache_size", "integer", "0 to 256", "256", "buffers each lcore keeps in its private cache"},
+    {"huge_pages", "string", "\"auto\", \"require\", \"never\"", "\"auto\"",
+     "2 MiB hugepages if reserved (else transparent huge pages), always, or never"},
+};
+
+const KeyDoc kPortDocs[] = {
+    {"name", "string", "non-empty", "required", "name lcores (\"NAME:QUEUE\"), rules and endpoints refer to"},
+    {"pmd", "string", "a built-in driver (`rawpipe list-pmds`)", "required",
+     "poll-mode driver; its own keys are listed under its name"},
+    {"pool", "string", "a [[pools]] name", "the only pool, when there is one", "pool the receive buffers come from"},
+    {"rx_queues", "integer", "1 to the driver's maximum", "1", "receive queues, each polled by exactly one lcore"},
+    {"tx_queues", "integer", "0 to the driver's maximum", "1", "transmit queues"},
+    {"rx_ring_size", "integer", "power of two", "1024", "receive descriptors per queue"},
+    {"tx_ring_size", "integer", "power of two", "1024", "transmit descriptors per queue"},
+};
+
+const KeyDoc kEndpointDocs[] = {
+    {"name", "string", "non-empty", "required", "name printed in stats, the JSON summary and the Extra API"},
+    {"action", "string", "\"ring\", \"sink\", \"echo\", \"forward\"", "\"ring\"",
+     "queue for the consumer (zero-copy), count and free, send back swapped, or send on `port`"},
+    {"match", "string list", "rules (docs/rules.md)", "[]", "rules that select this endpoint's packets"},
+    {"ring_size", "integer", "power of two (action \"ring\" only)", "4096", "ring slots per lcore"},
+    {"echo_format", "string", "\"bytes\", \"sockperf\" (action \"echo\" only)", "\"bytes\"",
+     "echo the payload as is, or answer sockperf's ping-pong protocol"},
+    {"port", "string", "a [[ports]] name (action \"forward\" only)", "required with action \"forward\"",
+     "port the packets are sent on"},
+};
+
+const KeyDoc kLcoreDocs[] = {
+    {"cpu", "integer", "-1 to the last online CPU", "-1", "CPU the worker is pinned to; -1: not pinned"},
+    {"burst", "integer", "1 to 256", "32", "packets per rx burst"},
+    {"idle_sleep_us", "integer", "0 to 4294967295", "0",
+     "microseconds to sleep after a pass that found nothing; 0: busy poll"},
+    {"rx", "string list", "\"PORT:QUEUE\" entries", "[]", "the rx queues this lcore polls"},
+};
+
+}  // namespace
+
+const KeyTable kTopLevelKeys{"top", "top level", "the sections of a config file", kTopLevelDocs};
+const KeyTable kRunKeys{"run", "[run]", "how the run goes: duration, stats, unmatched packets, privileges", kRunDocs,
+                        &kPrivilegeKeys};
+const KeyTable kPoolKeys{"pools", "[[pools]]", "packet buffer pools, one contiguous region each", kPoolDocs};
+const KeyTable kPortKeys{"ports", "[[ports]]", "keys every port takes, whatever its driver", kPortDocs,
+                         &kNeighPortKeys};
+const KeyTable kEndpointKeys{"endpoints", "[[endpoints]]", "where matched packets go", kEndpointDocs};
+const KeyTable kLcoreKeys{"lcores", "[[lcores]]", "run-to-completion worker threads", kLcoreDocs};
+
 namespace {
 
 // The loader reads each value into the Plan's type; whether the value is acceptable is
@@ -55,6 +135,7 @@ void load_pools(ConfigSection& root, Plan& plan, std::vector<ConfigSection>& sec
   sections = root.table_array("pools");
   for (std::size_t i = 0; i < sections.size(); ++i) {
     ConfigSection& s = sections[i];
+    s.declare(kPoolKeys);
     PoolPlan p;
     p.config.name = read_name(s, "pools", i);
     p.config.count = static_cast<std::uint32_t>(s.integer("count", 64, 1 << 30, 8192));
@@ -88,6 +169,7 @@ void load_ports(ConfigSection& root, Plan& plan, const LoadOptions& options, std
   has_driver.assign(sections.size(), false);
   for (std::size_t i = 0; i < sections.size(); ++i) {
     ConfigSection& s = sections[i];
+    s.declare(kPortKeys);
     PortPlan p;
     p.id = static_cast<std::uint16_t>(plan.ports.size());
     p.name = read_name(s, "ports", i);
@@ -112,12 +194,14 @@ void load_ports(ConfigSection& root, Plan& plan, const LoadOptions& options, std
       if (names.empty() && options.find_pmd == &rawpipe::find_pmd)
         for (const PmdDriver* d : all_pmds()) names.push_back(d->name);
       std::string known = names.empty() ? std::string("none") : join_names(names);
-      s.fail("pmd", fmt::format("no driver named \"{}\" is built into this binary (available: {}; "
+      s.fail("pmd", fmt::format("no driver named \"{}\" is built into this binary{} (available: {}; "
                                 "`rawpipe list-pmds` describes them)",
-                                p.pmd, known));
+                                p.pmd, did_you_mean(p.pmd, names), known));
     }
     if (driver) {
       has_driver[i] = true;
+      if (driver->keys) s.declare(*driver->keys);
+      else s.allow_undeclared();  // built-in drivers all have a table (tests/unit/config/reference_test.cc)
       Status before = s.status();
       auto spec = driver->parse(s);
       if (spec) {
@@ -150,6 +234,7 @@ void load_endpoints(ConfigSection& root, Plan& plan, std::vector<ConfigSection>&
   sections = root.table_array("endpoints");
   for (std::size_t i = 0; i < sections.size(); ++i) {
     ConfigSection& s = sections[i];
+    s.declare(kEndpointKeys);
     EndpointPlan e;
     e.id = static_cast<std::uint16_t>(i);
     e.name = read_name(s, "endpoints", i);
@@ -189,6 +274,7 @@ void load_run(ConfigSection& root, Plan& plan, AppSettings& app, unsigned cpus, 
   run = root.table("run");
   if (!run) return;
   ConfigSection& s = *run;
+  s.declare(kRunKeys);
   plan.duration_s = s.number("duration", 0, 1e9, 0);
   plan.stats_interval_s = s.number("stats_interval", 0.01, 3600, 1.0);
   std::string action = s.choice("default_action", {"drop", "endpoint"}, "drop");
@@ -226,6 +312,7 @@ void load_lcores(ConfigSection& root, Plan& plan, std::vector<ConfigSection>& se
   sections = root.table_array("lcores");
   for (std::size_t i = 0; i < sections.size(); ++i) {
     ConfigSection& s = sections[i];
+    s.declare(kLcoreKeys);
     s.set_label(fmt::format("lcores[{}]", i));
     LcorePlan l;
     l.id = static_cast<std::uint16_t>(i);
@@ -327,6 +414,7 @@ Result<LoadedConfig> load_config_string(std::string_view text, const std::string
   auto parsed = ConfigSection::parse_string(text, file);
   if (!parsed) return parsed.status();
   ConfigSection root = std::move(parsed).value();
+  root.declare(kTopLevelKeys);
   const unsigned cpus = options.cpu_count ? options.cpu_count : online_cpu_count();
 
   LoadedConfig out;
@@ -361,6 +449,10 @@ Result<LoadedConfig> load_config_string(std::string_view text, const std::string
   for (auto& s : lcores) (void)s.finish();
   Status status = root.finish();
   if (!status) return status;
+  for (const RuleWarning& w : find_rule_warnings(plan)) {
+    const ConfigSection& s = endpoints[w.endpoint];
+    out.warnings.push_back(fmt::format("{}:{}: {}: key 'match': {}", s.file(), s.line_of("match"), s.label(), w.message));
+  }
   return out;
 }
 

@@ -5,7 +5,21 @@
 #include <charconv>
 #include <string>
 
+#include "pipeline/config/section.hh"
+#include "pipeline/config/tables.hh"
+
 namespace rawpipe {
+
+namespace {
+const KeyDoc kMetricsDocs[] = {
+    {"listen", "string", "\"IPV4:PORT\" or a bare port (127.0.0.1)", "nothing listens",
+     "address of the Prometheus text endpoint GET /metrics; port 0 picks a free one"},
+    {"stats_segment", "boolean", "", "true", "publish /dev/shm/rawpipe-<config name> for `rawpipe stat`"},
+    {"latency_sample", "integer", "0 to 1048576", "64", "time one queue poll in N for the latency histograms; 0: off"},
+};
+}  // namespace
+
+const KeyTable kMetricsKeys{"metrics", "[metrics]", "counters for Prometheus and `rawpipe stat`", kMetricsDocs};
 
 Result<ListenAddress> parse_listen_address(std::string_view text) {
   // A bare port ("9464" or ":9464") means this host only: the counters are not for the network
@@ -37,6 +51,7 @@ void load_metrics_section(ConfigSection& root, Plan& plan) {
   std::optional<ConfigSection> t = root.table("metrics");
   if (!t) return;
   ConfigSection& s = *t;
+  s.declare(kMetricsKeys);
   s.set_label("metrics");
   if (s.has("listen")) {
     plan.metrics.listen = s.string("listen");

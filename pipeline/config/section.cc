@@ -1,9 +1,11 @@
 #include "pipeline/config/section.hh"
 
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -34,6 +36,58 @@ std::string_view type_name(const toml::node& n) {
   }
 }
 
+std::string_view line_text(std::string_view text, std::size_t line) {
+  for (std::size_t n = 1; n < line && !text.empty(); ++n) {
+    const std::size_t eol = text.find('\n');
+    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+  }
+  return text.substr(0, text.find('\n'));
+}
+
+// toml++ describes a syntax error as its parser sees it ("Error while parsing string: unescaped
+// control characters ..."). The common mistakes get a sentence that says what to change; the
+// rest keep the parser's words. The position stays the parser's.
+std::string describe_toml_error(std::string_view text, const std::string& file, std::size_t line, std::size_t column,
+                                std::string_view description) {
+  const std::string_view src = line_text(text, line);
+  auto contains = [&](std::string_view what) { return description.find(what) != std::string_view::npos; };
+  std::string plain;
+  if ((contains("parsing string") || contains("parsing literal string")) && contains("control character") &&
+      column > src.size()) {
+    // The string ran into the end of the line: its closing quote is missing.
+    const char quote = contains("literal") ? '\'' : '"';
+    const std::size_t open = src.find(quote);
+    plain = fmt::format("missing closing quote: the string that starts at column {} runs to the end of the line; "
+                        "end it with {}",
+                        open == std::string_view::npos ? column : open + 1, quote);
+  } else if (contains("parsing table header") && contains("expected ']'")) {
+    const std::size_t open = src.find_first_not_of(" \t");
+    const bool array = src.substr(open == std::string_view::npos ? 0 : open).starts_with("[[");
+    std::string name(src.substr(open == std::string_view::npos ? 0 : open));
+    while (!name.empty() && (name.back() == ' ' || name.back() == '\r' || name.back() == ']')) name.pop_back();
+    plain = fmt::format("missing '{}' at the end of the table header {}: write {}{}", array ? "]]" : "]", name, name,
+                        array ? "]]" : "]");
+  } else if (contains("cannot redefine existing table")) {
+    const std::size_t q = description.find('\'');
+    const std::string_view name = q == std::string_view::npos ? std::string_view() : description.substr(q);
+    plain = fmt::format("duplicate table {}: [{}] appears twice; merge the two into one (only [[arrays of tables]] "
+                        "repeat)",
+                        name, name.size() > 2 ? name.substr(1, name.size() - 2) : name);
+  } else if (contains("cannot redefine existing")) {
+    const std::size_t q = description.find('\'');
+    plain = fmt::format("duplicate key {}: it is already set in this table; keep one of the two",
+                        q == std::string_view::npos ? std::string_view("here") : description.substr(q));
+  } else if (contains("parsing array") && contains("end-of-file")) {
+    plain = "missing ']': an array is still open at the end of the file";
+  } else if (contains("parsing key-value pair") && contains("expected '='")) {
+    plain = "expected '=' after the key (key = value)";
+  } else if (contains("parsing key-value pair") && contains("expected value")) {
+    plain = "the key has no value after '='";
+  }
+  if (plain.empty()) return fmt::format("{}:{}:{}: not valid TOML: {}", file, line, column, description);
+  return fmt::format("{}:{}:{}: {}", file, line, column, plain);
+}
+
 }  // namespace
 
 ConfigSection::ConfigSection(std::shared_ptr<void> doc, const void* table, std::shared_ptr<ConfigErrors> errors,
@@ -57,15 +111,15 @@ Result<ConfigSection> ConfigSection::parse_string(std::string_view text, const s
   try {
     doc = std::make_shared<toml::table>(toml::parse(text, file));
   } catch (const toml::parse_error& err) {
-    return Status::errorf("{}:{}:{}: not valid TOML: {}", file, err.source().begin.line, err.source().begin.column,
-                          err.description());
+    return Status::error(describe_toml_error(text, file, err.source().begin.line, err.source().begin.column,
+                                             err.description()));
   }
 #else
   toml::parse_result parsed = toml::parse(text, file);
   if (!parsed) {
     const auto& err = parsed.error();
-    return Status::errorf("{}:{}:{}: not valid TOML: {}", file, err.source().begin.line, err.source().begin.column,
-                          err.description());
+    return Status::error(describe_toml_error(text, file, err.source().begin.line, err.source().begin.column,
+                                             err.description()));
   }
   doc = std::make_shared<toml::table>(std::move(parsed).table());
 #endif
@@ -76,6 +130,30 @@ Result<ConfigSection> ConfigSection::parse_string(std::string_view text, const s
 }
 
 const std::string& ConfigSection::file() const { return errors_->file; }
+
+void ConfigSection::declare(const KeyTable& table) {
+  declared_names_.push_back(table.name);
+  for (const KeyTable* t = &table; t; t = t->also) declared_.push_back(t);
+}
+
+std::vector<std::string_view> ConfigSection::declared_names() const {
+  std::vector<std::string_view> out;
+  for (const KeyTable* t : declared_)
+    for (const KeyDoc& k : t->keys) out.push_back(k.name);
+  return out;
+}
+
+void ConfigSection::allow_undeclared() { enforce_ = false; }
+
+void ConfigSection::mark(std::string_view key) {
+  if (!used_.emplace(key).second || declared_.empty() || !enforce_) return;
+  for (const KeyTable* t : declared_)
+    for (const KeyDoc& k : t->keys)
+      if (k.name == key) return;
+  errors_->messages.push_back(fmt::format("{}: key '{}' is read but not declared in the config reference; add it to "
+                                          "the key table of {} (a bug in rawpipe, please report it)",
+                                          where(key), key, declared_.front()->title));
+}
 
 int ConfigSection::line() const {
   const auto& src = as_table(table_).source();
@@ -110,7 +188,7 @@ ConfigSection ConfigSection::child(const void* table, std::string label) const {
 }
 
 std::string ConfigSection::string(std::string_view key) {
-  used_.emplace(key);
+  mark(key);
   auto* n = static_cast<const toml::node*>(node(key));
   if (n && n->is_string()) return std::string(n->as_string()->get());
   type_error(key, "a string");
@@ -119,14 +197,14 @@ std::string ConfigSection::string(std::string_view key) {
 
 std::string ConfigSection::string(std::string_view key, std::string_view fallback) {
   if (!has(key)) {
-    used_.emplace(key);
+    mark(key);
     return std::string(fallback);
   }
   return string(key);
 }
 
 std::int64_t ConfigSection::integer(std::string_view key, std::int64_t min, std::int64_t max) {
-  used_.emplace(key);
+  mark(key);
   auto* n = static_cast<const toml::node*>(node(key));
   if (!n || !n->is_integer()) {
     type_error(key, fmt::format("an integer from {} to {}", min, max));
@@ -142,14 +220,14 @@ std::int64_t ConfigSection::integer(std::string_view key, std::int64_t min, std:
 
 std::int64_t ConfigSection::integer(std::string_view key, std::int64_t min, std::int64_t max, std::int64_t fallback) {
   if (!has(key)) {
-    used_.emplace(key);
+    mark(key);
     return fallback;
   }
   return integer(key, min, max);
 }
 
 double ConfigSection::number(std::string_view key, double min, double max) {
-  used_.emplace(key);
+  mark(key);
   auto* n = static_cast<const toml::node*>(node(key));
   if (!n || !(n->is_integer() || n->is_floating_point())) {
     type_error(key, fmt::format("a number from {} to {}", min, max));
@@ -165,14 +243,14 @@ double ConfigSection::number(std::string_view key, double min, double max) {
 
 double ConfigSection::number(std::string_view key, double min, double max, double fallback) {
   if (!has(key)) {
-    used_.emplace(key);
+    mark(key);
     return fallback;
   }
   return number(key, min, max);
 }
 
 bool ConfigSection::boolean(std::string_view key, bool fallback) {
-  used_.emplace(key);
+  mark(key);
   auto* n = static_cast<const toml::node*>(node(key));
   if (!n) return fallback;
   if (!n->is_boolean()) {
@@ -189,12 +267,13 @@ std::string ConfigSection::choice(std::string_view key, std::initializer_list<st
     if (c == v) return v;
   std::string list;
   for (auto c : choices) list += fmt::format("{}\"{}\"", list.empty() ? "" : ", ", c);
-  fail(key, fmt::format("expected one of {}, got \"{}\"", list, v));
+  const std::vector<std::string_view> names(choices);
+  fail(key, fmt::format("expected one of {}, got \"{}\"{}", list, v, did_you_mean(v, names)));
   return std::string(fallback);
 }
 
 std::vector<std::string> ConfigSection::string_list(std::string_view key) {
-  used_.emplace(key);
+  mark(key);
   std::vector<std::string> out;
   auto* n = static_cast<const toml::node*>(node(key));
   if (!n) return out;
@@ -218,7 +297,7 @@ std::vector<std::string> ConfigSection::string_list(std::string_view key) {
 }
 
 std::vector<std::int64_t> ConfigSection::integer_list(std::string_view key, std::int64_t min, std::int64_t max) {
-  used_.emplace(key);
+  mark(key);
   std::vector<std::int64_t> out;
   auto* n = static_cast<const toml::node*>(node(key));
   if (!n) return out;
@@ -244,7 +323,7 @@ std::vector<std::int64_t> ConfigSection::integer_list(std::string_view key, std:
 
 std::vector<std::vector<std::int64_t>> ConfigSection::integer_tuples(std::string_view key, std::size_t arity,
                                                                      std::int64_t min, std::int64_t max) {
-  used_.emplace(key);
+  mark(key);
   std::vector<std::vector<std::int64_t>> out;
   auto* n = static_cast<const toml::node*>(node(key));
   if (!n) return out;
@@ -267,7 +346,7 @@ std::vector<std::vector<std::int64_t>> ConfigSection::integer_tuples(std::string
 }
 
 std::optional<ConfigSection> ConfigSection::table(std::string_view key) {
-  used_.emplace(key);
+  mark(key);
   auto* n = static_cast<const toml::node*>(node(key));
   if (!n) return std::nullopt;
   if (!n->is_table()) {
@@ -279,7 +358,7 @@ std::optional<ConfigSection> ConfigSection::table(std::string_view key) {
 }
 
 std::vector<ConfigSection> ConfigSection::table_array(std::string_view key) {
-  used_.emplace(key);
+  mark(key);
   std::vector<ConfigSection> out;
   auto* n = static_cast<const toml::node*>(node(key));
   if (!n) return out;
@@ -343,20 +422,29 @@ std::vector<std::pair<std::string, std::string>> ConfigSection::scalars_as_text(
 }
 
 Status ConfigSection::finish() {
+  std::vector<std::string_view> known = declared_names();
+  if (known.empty())
+    for (const auto& k : used_) known.push_back(k);
   for (const auto& [k, v] : as_table(table_)) {
     if (used_.count(k.str())) continue;
-    errors_->messages.push_back(fmt::format("{}:{}: {}: unknown key '{}'", file(), v.source().begin.line, label_,
-                                            k.str()));
+    // The key's own position: toml++ records where each key was written.
+    const auto& at = k.source().begin.line ? k.source().begin : v.source().begin;
+    std::string hint = did_you_mean(k.str(), known);
+    if (hint.empty() && !declared_.empty())
+      hint = fmt::format(" (`rawpipe config-ref {}` list{} the keys this table takes)",
+                         fmt::join(declared_names_, "` and `rawpipe config-ref "), declared_names_.size() == 1 ? "s" : "");
+    errors_->messages.push_back(
+        fmt::format("{}:{}:{}: {}: unknown key '{}'{}", file(), at.line, at.column, label_, k.str(), hint));
   }
   return status();
 }
 
 Status ConfigSection::status() const {
   if (errors_->messages.empty()) return Status::ok();
-  std::string all = errors_->messages.front();
-  if (errors_->messages.size() > 1)
-    all += fmt::format(" (and {} more error{})", errors_->messages.size() - 1,
-                       errors_->messages.size() == 2 ? "" : "s");
+  // All of them, one per line, in the order found (section by section, the first is the one the
+  // others may follow from): a config with three typos is fixed in one edit, not three runs.
+  std::string all;
+  for (const auto& m : errors_->messages) all += fmt::format("{}{}", all.empty() ? "" : "\n", m);
   return Status::error(all);
 }
 

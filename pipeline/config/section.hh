@@ -5,7 +5,11 @@
 // so a typo is an error rather than a silently ignored setting. Every error names the file, the
 // line, the key and what was expected, e.g.
 //   configs/synth.toml:14: ports[0] 'synth0': key 'rate_pps': expected a number >= 0, got a string
-// Errors accumulate; the first one is reported by status() and finish().
+// Errors accumulate; status() and finish() report all of them, one per line, in the order found.
+//
+// A section is told which keys it owns (declare(), with the tables of pipeline/config/keys.hh): it
+// then refuses to read an undeclared key (a programming error reported like a config error, so the
+// reference cannot miss a key), and finish() offers the closest declared key for an unknown one.
 //
 // The TOML library stays behind this interface (pipeline/config/section.cc is the only
 // translation unit besides the loader that includes it).
@@ -19,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pipeline/config/keys.hh"
 #include "rawpipe/status.hh"
 
 namespace rawpipe {
@@ -41,6 +46,13 @@ class ConfigSection {
   const std::string& label() const { return label_; }
   void set_label(std::string label) { label_ = std::move(label); }
   int line() const;  // line of this table's first key or header; 0 if unknown
+
+  // The keys this table may hold (with the table's `also` chain). Several tables may be declared:
+  // a port holds the generic port keys, the neighbour keys and its driver's keys.
+  void declare(const KeyTable& table);
+  // For tables whose reader declares nothing (a driver without a key table, as tests register):
+  // undeclared reads are allowed; unknown keys are still rejected.
+  void allow_undeclared();
 
   bool has(std::string_view key) const;
   // Line where `key` is defined (or of the table when absent).
@@ -76,7 +88,7 @@ class ConfigSection {
   // Records an error at `key` (or at the table when key is empty) with `expected` as the reason.
   void fail(std::string_view key, std::string_view message);
 
-  // Rejects unread keys, then returns the first error recorded anywhere in this document.
+  // Rejects unread keys, then returns every error recorded anywhere in this document.
   Status finish();
   Status status() const;
 
@@ -87,12 +99,18 @@ class ConfigSection {
   ConfigSection child(const void* table, std::string label) const;
   std::string where(std::string_view key) const;
   void type_error(std::string_view key, std::string_view expected);
+  // Marks `key` read; reading a key no declared table names is recorded as an error.
+  void mark(std::string_view key);
+  std::vector<std::string_view> declared_names() const;
 
   std::shared_ptr<void> doc_;           // keeps the parsed document alive
   const void* table_ = nullptr;         // toml::table inside doc_
   std::shared_ptr<ConfigErrors> errors_;
   std::string label_;
   std::set<std::string, std::less<>> used_;
+  std::vector<const KeyTable*> declared_;
+  std::vector<std::string_view> declared_names_;  // the tables declare() was given, for the hint
+  bool enforce_ = true;
 };
 
 }  // namespace rawpipe

@@ -5,6 +5,7 @@
 
 #include "pipeline/capture/tap.hh"
 #include "pipeline/config/section.hh"
+#include "pipeline/config/tables.hh"
 
 namespace rawpipe {
 
@@ -13,6 +14,7 @@ void load_taps(ConfigSection& root, Plan& plan) {
   std::map<std::string, std::string> names, paths;
   for (std::size_t i = 0; i < sections.size(); ++i) {
     ConfigSection& s = sections[i];
+    s.declare(kTapKeys);
     std::string name = s.string("name", fmt::format("taps[{}]", i));
     if (name.empty()) s.fail("name", "expected a non-empty string");
     s.set_label(s.has("name") ? fmt::format("taps[{}] '{}'", i, name) : fmt::format("taps[{}]", i));

@@ -3,9 +3,23 @@
 #include <set>
 
 #include "pipeline/config/section.hh"
+#include "pipeline/config/tables.hh"
 #include "pipeline/neigh/neigh.hh"
 
 namespace rawpipe {
+
+namespace {
+const KeyDoc kNeighPortDocs[] = {
+    {"addresses", "string list", "IPv4/IPv6 addresses, at most 64", "[]",
+     "addresses the pipeline answers ARP and neighbour solicitations for on this port"},
+    {"mac", "string", "a unicast MAC address (with addresses only)", "the port's MAC",
+     "MAC address the ARP/ND answers give"},
+    {"next_hop_mac", "string", "a unicast MAC address", "resolved by ARP/ND",
+     "destination MAC of every datagram the Extra API's sendto sends on this port"},
+};
+}  // namespace
+
+const KeyTable kNeighPortKeys{"neighbour", "[[ports]]", "neighbour keys of every port", kNeighPortDocs};
 
 Result<wire::MacAddr> parse_mac_address(std::string_view text) {
   wire::MacAddr mac{};

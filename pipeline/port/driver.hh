@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "pipeline/config/keys.hh"
 #include "rawpipe/status.hh"
 #include "pipeline/port/port.hh"
 #include "pipeline/port/steering.hh"
@@ -83,6 +84,9 @@ struct PmdDriver {
   std::string_view name;
   std::string_view summary;
   Result<std::unique_ptr<PortSpec>> (*parse)(ConfigSection& section) = nullptr;
+  // The keys parse() reads beyond the generic port keys (pipeline/config/keys.hh): the loader
+  // declares them on the port's table, so parse() cannot read a key the reference does not list.
+  const KeyTable* keys = nullptr;
 };
 
 }  // namespace rawpipe

@@ -1,8 +1,22 @@
 #include "pipeline/privilege/settings.hh"
 
 #include "pipeline/config/section.hh"
+#include "pipeline/config/tables.hh"
 
 namespace rawpipe {
+
+namespace {
+const KeyDoc kPrivilegeDocs[] = {
+    {"drop_privileges", "boolean", "", "true",
+     "after setup, drop every capability the ports no longer need and set no_new_privs"},
+    {"user", "string", "a user name", "keep the uid", "switch the process to this user after setup"},
+    {"group", "string", "a group name", "the user's primary group", "switch the process to this group after setup"},
+    {"plugin_dirs", "string list", "absolute directories", "RAWPIPE_PLUGIN_PATH, the build's and install's plugins",
+     "the only directories filter plugins may load from"},
+};
+}  // namespace
+
+const KeyTable kPrivilegeKeys{"privileges", "[run]", "privilege keys of [run]", kPrivilegeDocs};
 
 PrivilegeSettings read_privilege_keys(ConfigSection& s) {
   PrivilegeSettings p;

@@ -415,10 +415,25 @@ Result<std::unique_ptr<PortSpec>> parse(ConfigSection& section) {
 }  // namespace
 }  // namespace af_packet
 
+namespace {
+const KeyDoc kAfPacketDocs[] = {
+    {"interface", "string", "an interface name", "required", "interface the socket binds to"},
+    {"promiscuous", "boolean", "", "false", "put the interface in promiscuous mode while the port is open"},
+    {"block_size", "integer", "power of two, 4096 to 67108864", "262144", "bytes per ring block"},
+    {"block_count", "integer", "0 to 65536", "0", "ring blocks per queue; 0: from rx_ring_size"},
+    {"block_timeout_ms", "integer", "0 to 10000", "1", "milliseconds before the kernel retires a partly filled block (TPACKET_V3)"},
+    {"fanout", "string", "\"hash\", \"lb\", \"cpu\"", "\"hash\"", "how the kernel spreads frames over several rx queues"},
+    {"qdisc_bypass", "boolean", "", "false", "transmit straight to the driver, skipping the qdisc layer"},
+    {"tpacket_version", "integer", "2 to 3", "3", "receive ring version: TPACKET_V3 blocks or TPACKET_V2 frames"},
+};
+}  // namespace
+const KeyTable kAfPacketKeys{"af_packet", "[[ports]] pmd = \"af_packet\"", "Linux AF_PACKET sockets", kAfPacketDocs};
+
 const PmdDriver kAfPacketDriver{
     .name = "af_packet",
     .summary = "Linux AF_PACKET socket (TPACKET_V3 receive ring, sendmmsg transmit, fanout for several queues)",
     .parse = &af_packet::parse,
+    .keys = &kAfPacketKeys,
 };
 
 }  // namespace rawpipe

@@ -543,11 +543,24 @@ Result<std::unique_ptr<PortSpec>> parse(ConfigSection& s) {
 }  // namespace
 }  // namespace af_xdp
 
+namespace {
+const KeyDoc kAfXdpDocs[] = {
+    {"interface", "string", "an interface name (1 to 15 characters)", "required", "interface the XDP program attaches to"},
+    {"queue_offset", "integer", "0 to 63", "0", "first device queue; rx queue i binds device queue queue_offset + i"},
+    {"mode", "string", "\"steer\", \"all\"", "\"steer\"",
+     "redirect only frames the endpoints' rules match (the rest go to the kernel), or every frame"},
+    {"zero_copy", "string", "\"auto\", \"require\", \"never\"", "\"auto\"", "XDP_ZEROCOPY if the driver offers it, always, or copy mode"},
+    {"attach", "string", "\"auto\", \"native\", \"generic\"", "\"auto\"", "XDP attach mode: driver (native) or skb (generic)"},
+    {"need_wakeup", "boolean", "", "true", "use XDP_USE_NEED_WAKEUP (a system call only when the kernel asks for one)"},
+    {"rx_checksum", "string", "\"verify\", \"off\"", "\"verify\"", "verify IPv4/UDP checksums in software on receive"},
+};
+}  // namespace
+const KeyTable kAfXdpKeys{"af_xdp", "[[ports]] pmd = \"af_xdp\"", "AF_XDP sockets with an XDP steering program", kAfXdpDocs};
+
 const PmdDriver kAfXdpDriver = {
     "af_xdp",
     "AF_XDP sockets on a Linux interface; an XDP program steers the endpoints' traffic to them and passes the rest "
     "to the kernel",
-    &af_xdp::parse,
-};
+    &af_xdp::parse, &kAfXdpKeys};
 
 }  // namespace rawpipe

@@ -159,10 +159,20 @@ Result<std::unique_ptr<PortSpec>> parse(ConfigSection& section) {
 }  // namespace
 }  // namespace auto_pmd
 
+namespace {
+const KeyDoc kAutoDocs[] = {
+    {"interface", "string", "an interface name", "required", "interface to open with the best driver that works"},
+    {"ladder", "string list", "\"mlx5\", \"mana\", \"af_xdp\", \"af_packet\", \"socket\"", "all, in that order",
+     "drivers to try, in order"},
+};
+}  // namespace
+const KeyTable kAutoKeys{"auto", "[[ports]] pmd = \"auto\"", "the best driver for an interface", kAutoDocs};
+
 const PmdDriver kAutoDriver{
     .name = "auto",
     .summary = "the best driver that works for an interface: mlx5, mana, af_xdp, af_packet, then socket",
     .parse = &auto_pmd::parse,
+    .keys = &kAutoKeys,
 };
 
 }  // namespace rawpipe

@@ -482,11 +482,23 @@ Result<std::unique_ptr<PortSpec>> parse(ConfigSection& section) {
 }  // namespace
 }  // namespace dpdk
 
+namespace {
+const KeyDoc kDpdkDocs[] = {
+    {"device", "string", "a vdev (\"net_null0\", \"net_pcap0,rx_pcap=in.pcap\") or a PCI address", "required",
+     "the DPDK ethdev to open"},
+    {"eal_args", "string list", "EAL arguments", "[] (rawpipe's own: --in-memory, no PCI scan for vdevs)",
+     "extra arguments for rte_eal_init"},
+    {"buffers", "string", "\"auto\", \"zero_copy\", \"copy\"", "\"auto\"",
+     "receive into the rawpipe pool when DPDK can reach it, always, or copy from a DPDK mempool"},
+    {"promiscuous", "boolean", "", "true", "put the ethdev in promiscuous mode"},
+};
+}  // namespace
+const KeyTable kDpdkKeys{"dpdk", "[[ports]] pmd = \"dpdk\"", "any DPDK ethdev", kDpdkDocs};
+
 const PmdDriver kDpdkDriver = {
     "dpdk",
     "any DPDK ethdev (vdevs such as net_null, net_pcap, net_ring, net_tap, net_af_xdp, or a PCI NIC); zero-copy "
     "into the rawpipe pool where DPDK can reach it",
-    dpdk::parse,
-};
+    dpdk::parse, &kDpdkKeys};
 
 }  // namespace rawpipe

@@ -494,10 +494,17 @@ Status probe_mana(std::string_view ifname) {
   return pre ? Status::ok() : pre.status();
 }
 
+namespace {
+const KeyDoc kManaDocs[] = {
+    {"interface", "string", "a MANA interface name", "required", "the vPort's network interface"},
+};
+}  // namespace
+const KeyTable kManaKeys{"mana", "[[ports]] pmd = \"mana\"", "Azure MANA through rdma-core manadv", kManaDocs,
+                         &mana::kManaCommonKeys};
+
 const PmdDriver kManaDriver{
     "mana",
     "Azure MANA raw-packet queues through rdma-core manadv (exclusive use of the vPort; no flow rules)",
-    &mana::parse_mana,
-};
+    &mana::parse_mana, &kManaKeys};
 
 }  // namespace rawpipe

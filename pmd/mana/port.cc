@@ -7,6 +7,15 @@
 
 namespace rawpipe::mana {
 
+namespace {
+const KeyDoc kManaCommonDocs[] = {
+    {"rss", "string", "\"l4\", \"l3\" (\"l3\" in mana-model only)", "\"l4\"", "fields the receive hash spreads flows by"},
+    {"rss_key", "string", "80 hex digits", "the default Toeplitz key", "the 40-byte Toeplitz key"},
+};
+}  // namespace
+const KeyTable kManaCommonKeys{"mana-common", "[[ports]] pmd = \"mana\" or \"mana-model\"", "MANA RSS keys",
+                               kManaCommonDocs};
+
 void parse_common_keys(ConfigSection& section, ManaCommonSpec& out) {
   // DPDK's mana PMD advertises nb_min = nb_align = MIN_BUFFERS_PER_QUEUE (64) for both rings
   // (drivers/net/mana/mana.c mana_dev_info_get, mana.h, DPDK 38f72e50). Ring sizes are powers of

@@ -27,6 +27,7 @@ inline constexpr std::int64_t kMinRingSize = 64;
 
 // Reads the keys both MANA drivers accept (rss, rss_key) from a port's table.
 void parse_common_keys(ConfigSection& section, ManaCommonSpec& out);
+extern const KeyTable kManaCommonKeys;
 
 class ManaPortBase : public Port {
  public:

@@ -417,9 +417,45 @@ Result<std::unique_ptr<PortSpec>> parse_mlx5_model(ConfigSection& s) {
 }  // namespace
 }  // namespace mlx5
 
-const PmdDriver kMlx5Driver{"mlx5", "NVIDIA ConnectX raw-packet queues through rdma-core direct verbs", mlx5::parse_mlx5};
+namespace {
+const KeyDoc kMlx5CommonDocs[] = {
+    {"cqe_compression", "boolean", "", "false", "ask for compressed CQEs (not with striding_rq)"},
+    {"striding_rq", "boolean", "", "false", "multi-packet (striding) receive queues"},
+    {"log_stride_size", "integer", "6 to 13", "6", "log2 of the stride size in bytes (striding_rq)"},
+    {"log_strides", "integer", "3 to 16", "9", "log2 of the strides per WQE (striding_rq)"},
+    {"tx_completion_every", "integer", "1 to 4096", "32", "request a send completion every N WQEs"},
+    {"tx_inline", "string", "\"auto\", \"none\", \"l2\", \"l3\", \"l4\", \"0\", \"18\", \"58\", \"78\"", "\"auto\" (from the device)",
+     "headers inlined in each send WQE"},
+    {"steering", "string", "\"rules\", \"all\"", "\"rules\"", "flow rules for the endpoints' traffic only, or every frame"},
+};
+const KeyDoc kMlx5Docs[] = {
+    {"interface", "string", "a ConnectX interface name", "required", "the netdev whose RDMA device is opened"},
+};
+const KeyDoc kMlx5ModelDocs[] = {
+    {"inject_pcap", "string", "a pcap file", "none", "frames the model receives (instead of generated ones)"},
+    {"inject_count", "integer", "0 to 2^32 (not with inject_pcap)", "1000000", "generated frames"},
+    {"inject_size", "integer", "60 to 9000", "64", "size of generated frames"},
+    {"inject_dst", "string", "\"ADDRESS:PORT\"", "\"10.0.0.2:5000\"", "destination of generated frames"},
+    {"inject_src", "string", "\"ADDRESS:PORT\"", "\"10.0.0.1:1024\"", "first source of generated frames"},
+    {"inject_flows", "integer", "1 to 65535", "1", "generated flows (consecutive source ports)"},
+    {"inject_loops", "integer", "1 to 1048576", "1", "times the frames are injected"},
+    {"inject_rate_pps", "number", "0 to 1e9", "0", "injection rate; 0: as fast as the queue takes them"},
+    {"inject_rx_error_every", "integer", "0 to 4294967295", "0", "every N-th frame completes with an error CQE; 0: never"},
+    {"model_min_inline", "string", "\"0\", \"18\", \"58\", \"78\"", "\"18\"", "the minimum inline header size the model demands"},
+    {"interface", "string", "an existing interface", "none", "interface whose namespace holds the model's multicast memberships"},
+    {"wire_pcap", "string", "a writable path", "none", "write the frames the model transmits to this capture"},
+};
+}  // namespace
+const KeyTable kMlx5CommonKeys{"mlx5-common", "[[ports]] pmd = \"mlx5\" or \"mlx5-model\"", "mlx5 queue keys",
+                               kMlx5CommonDocs};
+const KeyTable kMlx5Keys{"mlx5", "[[ports]] pmd = \"mlx5\"", "ConnectX through rdma-core direct verbs", kMlx5Docs,
+                         &kMlx5CommonKeys};
+const KeyTable kMlx5ModelKeys{"mlx5-model", "[[ports]] pmd = \"mlx5-model\"", "the mlx5 data path on a ConnectX model",
+                              kMlx5ModelDocs, &kMlx5CommonKeys};
+
+const PmdDriver kMlx5Driver{"mlx5", "NVIDIA ConnectX raw-packet queues through rdma-core direct verbs", mlx5::parse_mlx5, &kMlx5Keys};
 const PmdDriver kMlx5ModelDriver{"mlx5-model",
                                  "the mlx5 data path on an in-memory ConnectX model fed by synthetic frames or a pcap",
-                                 mlx5::parse_mlx5_model};
+                                 mlx5::parse_mlx5_model, &kMlx5ModelKeys};
 
 }  // namespace rawpipe

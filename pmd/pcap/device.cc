@@ -211,10 +211,25 @@ Result<std::unique_ptr<PortSpec>> parse(ConfigSection& section) {
 }  // namespace
 }  // namespace pcap_pmd
 
+namespace {
+const KeyDoc kPcapDocs[] = {
+    {"rx_file", "string", "a pcap or pcapng file", "none (rx_file or tx_file required)", "capture to replay as received frames"},
+    {"tx_file", "string", "a writable path", "none (rx_file or tx_file required)", "capture file transmitted frames are written to"},
+    {"timing", "string", "\"fast\", \"recorded\", \"rate\"", "\"fast\"",
+     "replay as fast as polled, at the recorded timestamps, or at rate_pps"},
+    {"rate_pps", "number", "0.001 to 1e9 (timing \"rate\" only)", "required with timing \"rate\"", "replay rate"},
+    {"loop", "integer", "0 to 2^40", "1", "times the file is replayed; 0: forever"},
+    {"tx_format", "string", "\"auto\", \"pcap\", \"pcapng\"", "\"auto\" (by the extension)", "format of tx_file"},
+    {"tx_snaplen", "integer", "16 to 262144", "65535", "bytes kept of each transmitted frame"},
+};
+}  // namespace
+const KeyTable kPcapKeys{"pcap", "[[ports]] pmd = \"pcap\"", "replay and write capture files", kPcapDocs};
+
 const PmdDriver kPcapDriver{
     .name = "pcap",
     .summary = "capture files: replay a pcap/pcapng file (recorded timing, fixed rate or fast, looping) and write one",
     .parse = &pcap_pmd::parse,
+    .keys = &kPcapKeys,
 };
 
 }  // namespace rawpipe

@@ -403,10 +403,20 @@ Result<std::unique_ptr<PortSpec>> parse(ConfigSection& section) {
 }  // namespace
 }  // namespace socket_pmd
 
+namespace {
+const KeyDoc kSocketDocs[] = {
+    {"interface", "string", "an interface name", "\"\" (every interface)", "interface the sockets bind to (SO_BINDTODEVICE)"},
+    {"listen", "string list", "UDP rules with a destination port", "[]", "extra sockets to open besides the endpoints' rules"},
+    {"rcvbuf", "integer", "0 to 1073741824", "0 (the kernel default)", "SO_RCVBUF of each socket, in bytes"},
+};
+}  // namespace
+const KeyTable kSocketKeys{"socket", "[[ports]] pmd = \"socket\"", "ordinary UDP sockets (unprivileged)", kSocketDocs};
+
 const PmdDriver kSocketDriver{
     .name = "socket",
     .summary = "ordinary UDP sockets per endpoint (unprivileged): recvmmsg batches become frames with real addresses",
     .parse = &socket_pmd::parse,
+    .keys = &kSocketKeys,
 };
 
 }  // namespace rawpipe

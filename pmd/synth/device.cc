@@ -334,11 +334,43 @@ Result<std::unique_ptr<PortSpec>> parse(ConfigSection& section) {
 }  // namespace
 }  // namespace synth
 
+namespace {
+const KeyDoc kSynthDocs[] = {
+    {"rate_pps", "number", "0 to 1e10", "0", "packets per second for the whole port; 0: as fast as the lcore polls"},
+    {"packets", "integer", "0 and more", "0", "stop after this many packets (split over the rx queues); 0: never"},
+    {"frame_size", "integer", "60 to 9216", "64", "frame size without the FCS (or imix, not both)"},
+    {"imix", "array of [size, weight]", "sizes 60 to 9216, weights >= 1, at most 255 sizes", "one size",
+     "weighted frame sizes, e.g. [[64, 7], [576, 4], [1500, 1]]"},
+    {"src_mac", "string", "a MAC address", "\"02:00:00:00:00:01\"", "source Ethernet address"},
+    {"dst_mac", "string", "a MAC address", "\"02:00:00:00:00:02\"", "destination Ethernet address"},
+    {"ipv4_src", "string", "an IPv4 address", "\"10.0.0.1\"", "first IPv4 source address"},
+    {"ipv4_dst", "string", "an IPv4 address", "\"198.18.0.1\"", "first IPv4 destination address"},
+    {"ipv6_src", "string", "an IPv6 address", "\"fd00::1\"", "first IPv6 source address"},
+    {"ipv6_dst", "string", "an IPv6 address", "\"fd00:1::1\"", "first IPv6 destination address"},
+    {"src_addrs", "integer", "1 to 1048576", "1", "consecutive source addresses"},
+    {"dst_addrs", "integer", "1 to 1048576", "1", "consecutive destination addresses"},
+    {"src_port", "integer", "0 to 65535", "1024", "first source port"},
+    {"src_ports", "integer", "1 to 65536", "1", "consecutive source ports (flows: addrs x ports, at most 1048576)"},
+    {"dst_port", "integer", "0 to 65535", "5000", "first destination port"},
+    {"dst_ports", "integer", "1 to 65536", "1", "consecutive destination ports"},
+    {"ipv6_fraction", "number", "0 to 1", "0", "share of the flows that are IPv6"},
+    {"protocol", "string", "\"udp\", \"tcp\"", "\"udp\"", "layer 4 protocol"},
+    {"vlans", "integer list", "at most 2 ids, 0 to 4095", "[]", "VLAN tags: one 802.1Q, or 802.1ad outer + inner"},
+    {"malformed_fraction", "number", "0 to 1", "0", "share of frames that are malformed, spread evenly"},
+    {"malformed_kinds", "string list",
+     "\"truncated\", \"bad_ihl\", \"bad_length\", \"bad_udp_length\", \"fragment\"", "all (UDP)",
+     "the kinds of malformed frames, taking turns"},
+    {"seed", "integer", "0 and more", "1", "order of flows and IMIX sizes; the same seed gives the same frames; 0: natural order"},
+};
+}  // namespace
+const KeyTable kSynthKeys{"synth", "[[ports]] pmd = \"synth\"", "synthetic generator", kSynthDocs};
+
 const PmdDriver kSynthDriver{
     .name = "synth",
     .summary = "synthetic generator: flows, IPv4/IPv6 mix, VLAN tags, fixed sizes or IMIX, malformed frames, rate "
                "and count limits; transmit counts and frees",
     .parse = &synth::parse,
+    .keys = &kSynthKeys,
 };
 
 }  // namespace rawpipe

@@ -267,10 +267,27 @@ Result<std::unique_ptr<PortSpec>> parse_mana_model(ConfigSection& section) {
 }  // namespace
 }  // namespace mana
 
+namespace {
+const KeyDoc kManaModelDocs[] = {
+    {"source", "string", "\"synth\", \"pcap\"", "\"synth\"", "where the model's wire frames come from"},
+    {"pcap", "string", "a pcap file (source \"pcap\" only)", "required with source \"pcap\"", "frames to put on the wire"},
+    {"frames", "integer", "0 to 2^62", "0", "frames the wire carries; 0: no limit"},
+    {"frame_size", "integer", "60 to 9000", "64", "size of generated frames"},
+    {"flows", "integer", "1 to 65536", "256", "generated flows (RSS spreads them over the queues)"},
+    {"coalesce", "integer", "1 to 4", "4", "packets per coalesced CQE, as the NIC reports them"},
+    {"wire_pcap", "string", "a writable path", "none", "write the frames the model transmits to this capture"},
+    {"inject_rx_error_every", "integer", "0 to 2^40", "0", "every N-th frame arrives as a CQE_RX_TRUNCATED error; 0: never"},
+    {"inject_rx_error_run", "integer", "1 to 1048576", "1", "consecutive error completions per injected event"},
+    {"wire_burst", "integer", "0 to the burst size", "0",
+     "frames the wire brings per poll whatever is posted (the device drops what finds no WQE); 0: paced by the WQEs"},
+};
+}  // namespace
+const KeyTable kManaModelKeys{"mana-model", "[[ports]] pmd = \"mana-model\"", "the MANA data path on a device model",
+                              kManaModelDocs, &mana::kManaCommonKeys};
+
 const PmdDriver kManaModelDriver{
     "mana-model",
     "the MANA data path on an in-memory MANA device model (frames from a generator or a pcap file)",
-    &mana::parse_mana_model,
-};
+    &mana::parse_mana_model, &kManaModelKeys};
 
 }  // namespace rawpipe

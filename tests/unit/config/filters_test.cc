@@ -169,7 +169,7 @@ endpoint = "video"
 
 TEST(FiltersSection, UnknownKeyAndNonScalarConfigValues) {
   std::string e = error_of("[[filters]]\npath = \"rawpipe_seq_gap\"\nendpoint = \"video\"\nwidth = 4\n");
-  EXPECT_HAS(e, "f.toml:29: filters[0]: unknown key 'width'");
+  EXPECT_HAS(e, "f.toml:29:1: filters[0]: unknown key 'width'");
   e = error_of("[[filters]]\npath = \"rawpipe_seq_gap\"\nendpoint = \"video\"\n[filters.config]\nwidth = [4]\n");
   EXPECT_HAS(e, "f.toml:30: filters[0].config: key 'width': expected a string, a number or a boolean, got an array");
   e = error_of("[[filters]]\npath = \"rawpipe_seq_gap\"\nendpoint = \"video\"\nconfig = 3\n");

@@ -170,8 +170,10 @@ TEST(ConfigLoader, DuplicatePoolName) {
 
 TEST(ConfigLoader, DuplicatePortName) {
   std::string text = replace(kValid, "[[endpoints]]", "[[ports]]\nname = \"p0\"\npmd = \"fake\"\n\n[[endpoints]]");
-  EXPECT_EQ(error_of(text), "t.toml:20: ports[1] 'p0': key 'name': port name \"p0\" is already used by ports[0] 'p0' "
-                            "(and 1 more error)");  // its queue 0 is polled by no lcore
+  // Both errors, one per line: the duplicate name, and its queue 0 that no lcore polls.
+  EXPECT_EQ(error_of(text), "t.toml:20: ports[1] 'p0': key 'name': port name \"p0\" is already used by ports[0] 'p0'\n"
+                            "t.toml:33: top level: key 'lcores': rx queue 0 of port \"p0\" (t.toml:19) is polled by no "
+                            "lcore; add \"p0:0\" to an lcore's rx list");
 }
 
 TEST(ConfigLoader, DuplicateEndpointName) {
@@ -187,15 +189,17 @@ TEST(ConfigLoader, DuplicateEndpointName) {
 
 TEST(ConfigLoader, UnknownKeyInEachSection) {
   EXPECT_EQ(error_of(replace(kValid, "consumer_cpu = 1", "consumer_cpu = 1\nduratoin = 3")),
-            "t.toml:7: [run]: unknown key 'duratoin'");
+            "t.toml:7:1: [run]: unknown key 'duratoin' (did you mean \"duration\"?)");
   EXPECT_EQ(error_of(replace(kValid, "count = 4096", "count = 4096\nbufsize = 1")),
-            "t.toml:11: pools[0] 'rx': unknown key 'bufsize'");
+            "t.toml:11:1: pools[0] 'rx': unknown key 'bufsize' (did you mean \"buf_size\"?)");
   EXPECT_EQ(error_of(replace(kValid, "max_queues = 8", "max_queues = 8\nrate = 1")),
-            "t.toml:18: ports[0] 'p0': unknown key 'rate'");
+            "t.toml:18:1: ports[0] 'p0': unknown key 'rate' (`rawpipe config-ref ports` lists the keys this table "
+            "takes)");
   EXPECT_EQ(error_of(replace(kValid, "ring_size = 1024", "ring_size = 1024\nprio = 1")),
-            "t.toml:24: endpoints[0] 'video': unknown key 'prio'");
-  EXPECT_EQ(error_of(replace(kValid, "burst = 64", "burst = 64\ncores = 2")), "t.toml:33: lcores[0]: unknown key 'cores'");
-  EXPECT_EQ(error_of(kValid + "[extra]\na = 1\n"), "t.toml:33: top level: unknown key 'extra'");
+            "t.toml:24:1: endpoints[0] 'video': unknown key 'prio' (`rawpipe config-ref endpoints` lists the keys this "
+            "table takes)");
+  EXPECT_EQ(error_of(replace(kValid, "burst = 64", "burst = 64\ncores = 2")), "t.toml:33:1: lcores[0]: unknown key 'cores' (`rawpipe config-ref lcores` lists the keys this table takes)");
+  EXPECT_EQ(error_of(kValid + "[extra]\na = 1\n"), "t.toml:33:2: top level: unknown key 'extra' (`rawpipe config-ref top` lists the keys this table takes)");
 }
 
 TEST(ConfigLoader, DriverKeysAreCheckedByTheDriver) {
@@ -340,8 +344,10 @@ TEST(ConfigLoader, SeveralPoolsNeedAnExplicitPool) {
 
 TEST(ConfigLoader, MissingSections) {
   EXPECT_EQ(error_of("[run]\nduration = 1\n"),
-            "t.toml:1: top level: key 'pools': expected at least one [[pools]] table (where receive buffers come from) "
-            "(and 2 more errors)");
+            "t.toml:1: top level: key 'pools': expected at least one [[pools]] table (where receive buffers come from)\n"
+            "t.toml:1: top level: key 'ports': expected at least one [[ports]] table\n"
+            "t.toml:1: top level: key 'lcores': expected at least one [[lcores]] table (the worker threads that poll the "
+            "ports)");
 }
 
 TEST(ConfigLoader, WrongTypeNamesTheKey) {

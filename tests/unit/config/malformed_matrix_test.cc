@@ -152,6 +152,7 @@ const Row kRows[] = {
     {Sec::kPort, "mlx5-model", "inject_loops", "\"1\"", "0"},
     {Sec::kPort, "mlx5-model", "model_min_inline", "18", "\"9\""},
     {Sec::kPort, "mlx5-model", "inject_rx_error_every", "\"1\"", "-1"},
+    {Sec::kPort, "mlx5-model", "inject_rate_pps", "\"fast\"", "-1"},
     // mana and its model
     {Sec::kPort, "mana", "interface", "1", nullptr},
     {Sec::kPort, "mana", "rss", "1", "\"l2\""},

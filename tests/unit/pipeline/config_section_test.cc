@@ -24,7 +24,8 @@ TEST(ConfigSection, UnknownKeyIsRejectedWithItsLine) {
   EXPECT_EQ(pool->integer("count", 1, 100), 10);
   Status s = pool->finish();
   ASSERT_FALSE(s.is_ok());
-  EXPECT_EQ(s.message(), "test.toml:3: [pool]: unknown key 'cuont'");
+  // Without declared keys, the keys the reader asked for are the candidates.
+  EXPECT_EQ(s.message(), "test.toml:3:1: [pool]: unknown key 'cuont' (did you mean \"count\"?)");
 }
 
 TEST(ConfigSection, WrongTypeNamesKeyAndExpectation) {
@@ -42,13 +43,14 @@ TEST(ConfigSection, OutOfRangeAndMissingRequired) {
   Status s = root.finish();
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("key 'count': expected an integer from 1 to 10, got 0"), std::string::npos);
-  EXPECT_NE(s.message().find("and 1 more error"), std::string::npos);
+  // Every error, one per line.
+  EXPECT_NE(s.message().find("\ntest.toml:1: top level: key 'name': expected a string, got nothing"), std::string::npos);
 }
 
 TEST(ConfigSection, ChoiceListsTheAlternatives) {
   auto root = parse("mode = \"fats\"\n");
   root.choice("mode", {"fast", "timed"}, "fast");
-  EXPECT_EQ(root.finish().message(), "test.toml:1: top level: key 'mode': expected one of \"fast\", \"timed\", got \"fats\"");
+  EXPECT_EQ(root.finish().message(), "test.toml:1: top level: key 'mode': expected one of \"fast\", \"timed\", got \"fats\" (did you mean \"fast\"?)");
 }
 
 TEST(ConfigSection, TableArraysAndTuples) {

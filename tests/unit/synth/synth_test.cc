@@ -435,7 +435,7 @@ TEST(Synth, ConfigErrorsNameTheKey) {
             "synth.toml:1: top level: key 'ipv4_dst': expected an IPv4 address, got \"239.1.1\"");
   EXPECT_EQ(parse_spec("vlans = [1, 2, 3]\n").message(),
             "synth.toml:1: top level: key 'vlans': at most 2 VLAN ids (outer, inner), got 3");
-  EXPECT_EQ(parse_spec("rate = 5\n").message(), "synth.toml:1: top level: unknown key 'rate'");
+  EXPECT_EQ(parse_spec("rate = 5\n").message(), "synth.toml:1:1: top level: unknown key 'rate'");
 }
 
 }  // namespace
