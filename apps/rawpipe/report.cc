@@ -12,27 +12,6 @@ std::string format_rate(double pps) {
   return fmt::format("{:.0f} pps", pps);
 }
 
-std::string LiveStats::line(const PipelineSnapshot& now) {
-  const double dt = double(now.time_ns - prev_.time_ns) / 1e9;
-  auto rate = [dt](std::uint64_t a, std::uint64_t b) { return dt > 0 ? double(a - b) / dt : 0.0; };
-  const LcoreStats& t = now.total;
-  const LcoreStats& p = prev_.total;
-  std::string drops;
-  for (std::size_t r = 1; r < kDropReasonCount; ++r)
-    if (t.drops[r]) drops += fmt::format("{}{} {}", drops.empty() ? "" : ", ", kDropReasonNames[r], t.drops[r]);
-  std::string out = fmt::format("[{:7.1f}s] rx {}  delivered {}  tx {}  drops {}{}",
-                                double(now.time_ns - start_.time_ns) / 1e9, format_rate(rate(t.rx_packets, p.rx_packets)),
-                                format_rate(rate(t.delivered, p.delivered)), format_rate(rate(t.transmitted, p.transmitted)),
-                                format_rate(rate(t.dropped(), p.dropped())), drops.empty() ? "" : " (" + drops + ")");
-  out += "  |";
-  for (std::size_t i = 0; i < now.lcores.size(); ++i) {
-    const std::uint64_t before = i < prev_.lcores.size() ? prev_.lcores[i].rx_packets : 0;
-    out += fmt::format(" lcore{} {}", now.lcores[i].id, format_rate(rate(now.lcores[i].rx_packets, before)));
-  }
-  prev_ = now;
-  return out;
-}
-
 bool RunSummary::lossless() const {
   for (const PortStats& p : port_stats)
     if (!loss_totals(rawpipe::lost_before_pipeline(p)).lossless()) return false;

@@ -1,6 +1,7 @@
 #include "stat.hh"
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -179,7 +180,8 @@ int stat_command(const StatOptions& options) {
     if (options.json) {
       fmt::print("{}\n", options.drops ? doc["drops"].dump(2) : doc.dump(2));
     } else {
-      if (!options.once) fmt::print("\x1b[H\x1b[2J");  // top-style: redraw in place
+      // top-style redraw in place on a terminal; into a pipe or file, one view after another.
+      if (!options.once && isatty(STDOUT_FILENO)) fmt::print("\x1b[H\x1b[2J");
       print_view(doc, have_prev ? &prev : nullptr, options.drops);
     }
     std::fflush(stdout);
