@@ -147,7 +147,8 @@ int main(int argc, char** argv) {
   }
   if (*help_cmd) {
     if (help_topic.empty()) {
-      fmt::print("{}", cli.help());
+      // cli.help() would describe the subcommand just parsed, `help` itself.
+      fmt::print("{}", cli.get_formatter()->make_help(&cli, "rawpipe", CLI::AppFormatMode::Normal));
       return 0;
     }
     for (CLI::App* sub : cli.get_subcommands({}))
