@@ -32,9 +32,10 @@ bool asks_for_version(int argc, char** argv) {
 }
 
 // CLI11's NonNegativeNumber prints its range as 0 to 1.79769e+308 spelled out; say it plainly.
-CLI::Validator seconds_validator() {
+// `zero`: what 0 means for this option.
+CLI::Validator seconds_validator(std::string zero) {
   return CLI::Validator(
-      [](std::string& s) -> std::string {
+      [zero](std::string& s) -> std::string {
         double v = 0;
         std::size_t used = 0;
         try {
@@ -44,7 +45,7 @@ CLI::Validator seconds_validator() {
         }
         if (used != s.size() || s.empty()) return "expected a number of seconds, got '" + s + "'";
         if (!(v >= 0) || v > 31536000)
-          return "expected 0 (run until Ctrl-C) or a number of seconds up to 31536000 (a year), got " + s;
+          return "expected 0 (" + zero + ") or a number of seconds up to 31536000 (a year), got " + s;
         return {};
       },
       "SECONDS");
@@ -76,14 +77,14 @@ int main(int argc, char** argv) {
   run_cmd->add_option("config", run.config, "TOML config file (see configs/)")->required()->check(CLI::ExistingFile);
   CLI::Option* duration_opt =
       run_cmd->add_option("-d,--duration", duration, "Seconds to run (overrides [run] duration; 0 = until Ctrl-C)")
-          ->check(seconds_validator());
+          ->check(seconds_validator("run until Ctrl-C"));
   run_cmd->add_option("-j,--json", run.json_file,
                       "Write the final summary as JSON to this file; '-' writes it to stdout (the rest of the "
                       "output then goes to stderr)");
   run_cmd->add_flag("-q,--quiet", run.quiet, "Print only warnings and errors (no live line, no summary)");
   run_cmd->add_flag("--reasons", run.reasons, "Follow every live line with the drop and loss reasons so far");
   run_cmd->add_option("--reasons-every", run.reasons_every_s, "Print the drop and loss reasons every N seconds")
-      ->check(seconds_validator());
+      ->check(seconds_validator("never"));
   run_cmd->add_option("--log-level", log_level, "error, warn, info (default) or debug; also RAWPIPE_LOG_LEVEL")
       ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
 

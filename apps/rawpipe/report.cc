@@ -44,7 +44,11 @@ std::string format_summary(const RunSummary& s) {
                                 a.rx_bytes, format_rate(s.seconds > 0 ? double(a.rx_packets) / s.seconds : 0));
   out += fmt::format("  delivered {}\n", a.delivered);
   for (std::size_t e = 0; e < a.delivered_per_endpoint.size(); ++e) {
+    const bool transmits = e < s.endpoint_transmits.size() && s.endpoint_transmits[e];
     out += fmt::format("    endpoint {:<16} {}", s.endpoint_names[e], a.delivered_per_endpoint[e]);
+    // An echo or forward endpoint delivers nothing: what it did is what the tx queues took from it.
+    if (transmits && e < a.transmitted_per_endpoint.size())
+      out += fmt::format(" (transmitted {})", a.transmitted_per_endpoint[e]);
     if (e < s.consumed.size() && s.consumed[e]) out += fmt::format(" (consumer received {})", s.consumed[e]);
     out += "\n";
   }
@@ -109,6 +113,10 @@ nlohmann::json summary_json(const RunSummary& s) {
   nlohmann::json per_port = nlohmann::json::object();
   for (std::size_t p = 0; p < a.transmitted_per_port.size(); ++p) per_port[s.port_names[p]] = a.transmitted_per_port[p];
   j["transmitted_per_port"] = per_port;
+  nlohmann::json tx_per_ep = nlohmann::json::object();
+  for (std::size_t e = 0; e < a.transmitted_per_endpoint.size() && e < s.endpoint_names.size(); ++e)
+    tx_per_ep[s.endpoint_names[e]] = a.transmitted_per_endpoint[e];
+  j["transmitted_per_endpoint"] = tx_per_ep;
   nlohmann::json drops = nlohmann::json::object();
   for (std::size_t r = 1; r < kDropReasonCount; ++r) drops[std::string(kDropReasonNames[r])] = a.drops[r];
   j["drops"] = drops;

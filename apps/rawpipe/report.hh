@@ -19,6 +19,7 @@ struct RunSummary {
   Accounting accounting;
   std::vector<LcoreStats> lcores;
   std::vector<std::string> endpoint_names;
+  std::vector<bool> endpoint_transmits;  // by endpoint id: echo or forward (its packets go to a tx queue)
   std::vector<std::string> port_names;
   std::vector<std::uint64_t> consumed;  // packets the ring consumer received, by endpoint id
   std::vector<PortStats> port_stats;    // by port id

@@ -303,7 +303,10 @@ int run_command(const RunOptions& options) {
   summary.seconds = double(last.time_ns - first.time_ns) / 1e9;
   summary.accounting = pipeline->accounting();
   summary.lcores = pipeline->snapshot().lcores;
-  for (const auto& e : plan.endpoints) summary.endpoint_names.push_back(e.name);
+  for (const auto& e : plan.endpoints) {
+    summary.endpoint_names.push_back(e.name);
+    summary.endpoint_transmits.push_back(e.action == EndpointAction::kEcho || e.action == EndpointAction::kForward);
+  }
   for (const auto& p : plan.ports) summary.port_names.push_back(p.name);
   summary.consumed = consumer.received();
   for (std::uint16_t p = 0; p < pipeline->port_count(); ++p) summary.port_stats.push_back(pipeline->port_stats(p));

@@ -118,7 +118,9 @@ void print_view(const nlohmann::json& doc, const nlohmann::json* prev, bool drop
              rate(t, prev ? &(*prev)["total"] : nullptr, "rx_packets"), u(t, "delivered"), u(t, "transmitted"),
              u(t, "dropped"));
   fmt::print("endpoints\n");
-  for (const auto& e : doc["endpoints"]) fmt::print("  {:<20} {:>14}\n", e["name"].get<std::string>(), u(e, "delivered"));
+  fmt::print("  {:<20} {:>14} {:>14}\n", "", "delivered", "transmitted");
+  for (const auto& e : doc["endpoints"])
+    fmt::print("  {:<20} {:>14} {:>14}\n", e["name"].get<std::string>(), u(e, "delivered"), u(e, "transmitted"));
   fmt::print("ports\n");
   for (const auto& p : doc["ports"]) {
     fmt::print("  {} ({})\n", p["name"].get<std::string>(), p["pmd"].get<std::string>());

@@ -112,7 +112,9 @@ TEST_F(RawpipeCli, EveryExitStatusAsDocumented) {
     for (const auto& a : r.args) line += " " + a;
     ProcessOutput o = run(r.args);
     EXPECT_EQ(o.status, r.status) << line << "\nstdout:\n" << o.out << "stderr:\n" << o.err;
-    if (!r.err_has.empty()) EXPECT_NE(o.err.find(r.err_has), std::string::npos) << line << "\n" << o.err;
+    if (!r.err_has.empty()) {
+      EXPECT_NE(o.err.find(r.err_has), std::string::npos) << line << "\n" << o.err;
+    }
     // A plain message, not CLI11's spelled-out range of a double (0 to 1.79769e+308 in 300 digits).
     for (const std::string& l : lines(o.err)) EXPECT_LE(l.size(), 400u) << line << "\n" << l;
   }
@@ -190,7 +192,9 @@ TEST_F(RawpipeCli, LiveLineFitsEightyColumnsAndCarriesNoControlCodes) {
     }
     if (l.starts_with("  drops so far:")) ++reasons;
     if (live && !l.starts_with("[") && !l.starts_with(" ")) break;  // the summary follows
-    if (live) EXPECT_LE(l.size(), 80u) << l;
+    if (live) {
+      EXPECT_LE(l.size(), 80u) << l;
+    }
   }
   EXPECT_GE(live, 4) << o.out;
   EXPECT_EQ(reasons, live) << "--reasons: a reasons block after every live line\n" << o.out;
@@ -218,6 +222,24 @@ TEST_F(RawpipeCli, StatIntoAFileWritesNoClearScreen) {
   ASSERT_EQ(s.status, 0) << s.err;
   EXPECT_NE(s.out.find("inside the pipeline"), std::string::npos) << s.out;
   EXPECT_EQ(s.out.find('\x1b'), std::string::npos) << "terminal codes into a file:\n" << s.out;
+}
+
+TEST_F(RawpipeCli, EchoEndpointLinesCountWhatWasTransmitted) {
+  // Synth's tx queue counts and frees, so an echo endpoint transmits everything it matches.
+  const fs::path cfg =
+      write("echo.toml", "[[pools]]\nname = \"rx\"\ncount = 1024\n[[ports]]\nname = \"s0\"\npmd = \"synth\"\n"
+                         "packets = 5000\nmalformed_fraction = 0.0\n[[endpoints]]\nname = \"pong\"\naction = \"echo\"\nmatch = [\"udp\"]\n"
+                         "[[endpoints]]\nname = \"quiet\"\naction = \"sink\"\nmatch = [\"udp dst 192.0.2.1:9\"]\n"
+                         "[[lcores]]\nrx = [\"s0:0\"]\n");
+  ProcessOutput o = run({"run", cfg.string(), "-d", "0.5", "--json", "-"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << o.out;
+  const std::uint64_t tx = j["transmitted"].get<std::uint64_t>();
+  EXPECT_EQ(tx, 5000u) << o.out;
+  EXPECT_EQ(j["transmitted_per_endpoint"]["pong"].get<std::uint64_t>(), tx) << o.out;
+  EXPECT_EQ(j["transmitted_per_endpoint"]["quiet"].get<std::uint64_t>(), 0u) << o.out;
+  EXPECT_NE(o.err.find("endpoint pong             0 (transmitted 5000)"), std::string::npos) << o.err;
 }
 
 TEST_F(RawpipeCli, LogLevelFromTheEnvironmentAndTheFlag) {
