@@ -11,7 +11,10 @@ namespace rawpipe::app {
 struct RunOptions {
   std::string config;
   std::optional<double> duration_s;  // overrides [run] duration
-  std::string json_file;             // empty: no JSON summary
+  std::string json_file;             // empty: no JSON summary; "-": stdout
+  bool quiet = false;                // only warnings and errors
+  bool reasons = false;              // drop and loss reasons after every live line
+  double reasons_every_s = 0;        // or every this many seconds (0: never)
 };
 
 // rawpipe gen (gen.cc).

@@ -12,27 +12,6 @@ std::string format_rate(double pps) {
   return fmt::format("{:.0f} pps", pps);
 }
 
-std::string LiveStats::line(const PipelineSnapshot& now) {
-  const double dt = double(now.time_ns - prev_.time_ns) / 1e9;
-  auto rate = [dt](std::uint64_t a, std::uint64_t b) { return dt > 0 ? double(a - b) / dt : 0.0; };
-  const LcoreStats& t = now.total;
-  const LcoreStats& p = prev_.total;
-  std::string drops;
-  for (std::size_t r = 1; r < kDropReasonCount; ++r)
-    if (t.drops[r]) drops += fmt::format("{}{} {}", drops.empty() ? "" : ", ", kDropReasonNames[r], t.drops[r]);
-  std::string out = fmt::format("[{:7.1f}s] rx {}  delivered {}  tx {}  drops {}{}",
-                                double(now.time_ns - start_.time_ns) / 1e9, format_rate(rate(t.rx_packets, p.rx_packets)),
-                                format_rate(rate(t.delivered, p.delivered)), format_rate(rate(t.transmitted, p.transmitted)),
-                                format_rate(rate(t.dropped(), p.dropped())), drops.empty() ? "" : " (" + drops + ")");
-  out += "  |";
-  for (std::size_t i = 0; i < now.lcores.size(); ++i) {
-    const std::uint64_t before = i < prev_.lcores.size() ? prev_.lcores[i].rx_packets : 0;
-    out += fmt::format(" lcore{} {}", now.lcores[i].id, format_rate(rate(now.lcores[i].rx_packets, before)));
-  }
-  prev_ = now;
-  return out;
-}
-
 RateWindow RateWindow::between(const PipelineSnapshot& first, const PipelineSnapshot& last) noexcept {
   RateWindow w;
   w.seconds = last.time_ns > first.time_ns ? double(last.time_ns - first.time_ns) / 1e9 : 0;
@@ -82,7 +61,11 @@ std::string format_summary(const RunSummary& s) {
                      format_rate(w.pps(w.delivered)), format_rate(w.pps(w.transmitted)), format_rate(w.pps(w.dropped)));
   out += fmt::format("  delivered {}\n", a.delivered);
   for (std::size_t e = 0; e < a.delivered_per_endpoint.size(); ++e) {
+    const bool transmits = e < s.endpoint_transmits.size() && s.endpoint_transmits[e];
     out += fmt::format("    endpoint {:<16} {}", s.endpoint_names[e], a.delivered_per_endpoint[e]);
+    // An echo or forward endpoint delivers nothing: what it did is what the tx queues took from it.
+    if (transmits && e < a.transmitted_per_endpoint.size())
+      out += fmt::format(" (transmitted {})", a.transmitted_per_endpoint[e]);
     if (e < s.consumed.size() && s.consumed[e]) out += fmt::format(" (consumer received {})", s.consumed[e]);
     out += "\n";
   }
@@ -153,6 +136,10 @@ nlohmann::json summary_json(const RunSummary& s) {
   nlohmann::json per_port = nlohmann::json::object();
   for (std::size_t p = 0; p < a.transmitted_per_port.size(); ++p) per_port[s.port_names[p]] = a.transmitted_per_port[p];
   j["transmitted_per_port"] = per_port;
+  nlohmann::json tx_per_ep = nlohmann::json::object();
+  for (std::size_t e = 0; e < a.transmitted_per_endpoint.size() && e < s.endpoint_names.size(); ++e)
+    tx_per_ep[s.endpoint_names[e]] = a.transmitted_per_endpoint[e];
+  j["transmitted_per_endpoint"] = tx_per_ep;
   nlohmann::json drops = nlohmann::json::object();
   for (std::size_t r = 1; r < kDropReasonCount; ++r) drops[std::string(kDropReasonNames[r])] = a.drops[r];
   j["drops"] = drops;

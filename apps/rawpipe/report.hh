@@ -1,4 +1,4 @@
-// What `rawpipe run` prints: the live stats line, the final summary and its JSON form.
+// What `rawpipe run` prints at the end: the summary and its JSON form (live_line.hh has the live line).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,19 +12,6 @@
 
 namespace rawpipe::app {
 
-
-// One line per interval:
-//   [   3.0s] rx 41.52 Mpps  delivered 41.52 Mpps  tx 0 pps  drops 0 pps (no_match 12)  | lcore0 41.52 Mpps
-// Rates are over the last interval; the drop list holds the totals so far of every non-zero reason.
-class LiveStats {
- public:
-  explicit LiveStats(const PipelineSnapshot& start) : start_(start), prev_(start) {}
-  std::string line(const PipelineSnapshot& now);
-
- private:
-  PipelineSnapshot start_;
-  PipelineSnapshot prev_;
-};
 
 // What the lcores counted between two snapshots: rates over exactly the interval the packets were
 // counted in (the run's totals also hold what arrived during setup and after the stop request).
@@ -44,6 +31,7 @@ struct RunSummary {
   Accounting accounting;
   std::vector<LcoreStats> lcores;
   std::vector<std::string> endpoint_names;
+  std::vector<bool> endpoint_transmits;  // by endpoint id: echo or forward (its packets go to a tx queue)
   std::vector<std::string> port_names;
   std::vector<std::uint64_t> consumed;  // packets the ring consumer received, by endpoint id
   std::vector<PortStats> port_stats;    // by port id

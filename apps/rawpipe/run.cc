@@ -18,6 +18,9 @@
 
 #include "commands.hh"
 #include "consumer.hh"
+#include "live_line.hh"
+#include "log.hh"
+#include "output_path.hh"
 #include "report.hh"
 #include "rawpipe/instance_lock.hh"
 #include "rawpipe/control_cpus.hh"
@@ -86,6 +89,26 @@ class SignalGuard {
   struct sigaction old_[std::size(kSignals)] {};
 };
 
+// `--json -`: the JSON alone on stdout, for a pipe into jq; everything else the run prints goes to
+// stderr. Returns the descriptor the JSON is written to later, or -1.
+int json_to_stdout() {
+  std::fflush(stdout);
+  const int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (fd >= 0) dup2(STDERR_FILENO, STDOUT_FILENO);
+  return fd;
+}
+
+Status write_json_fd(int fd, const nlohmann::json& j) {
+  const std::string text = j.dump(2) + "\n";
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status::errorf("cannot write the JSON summary to stdout: {}", std::strerror(errno));
+    done += static_cast<std::size_t>(n);
+  }
+  return Status::ok();
+}
+
 Status write_json(const std::string& file, const nlohmann::json& j) {
   std::ofstream out(file, std::ios::trunc);
   if (!out) return Status::errorf("cannot write the JSON summary to {}: {}", file, std::strerror(errno));
@@ -98,11 +121,24 @@ Status write_json(const std::string& file, const nlohmann::json& j) {
 }  // namespace
 
 int run_command(const RunOptions& options) {
-  auto loaded = load_config(options.config);
-  if (!loaded) {
-    fmt::print(stderr, "rawpipe: {}\n", loaded.message());
+  if (options.quiet && log_enabled(LogLevel::kInfo)) set_log_level(LogLevel::kWarn);
+  const bool json_stdout = options.json_file == "-";
+  const int json_fd = json_stdout ? json_to_stdout() : -1;
+  if (json_stdout && json_fd < 0) {
+    log_error("--json -: cannot keep stdout for the JSON: {}", std::strerror(errno));
     return 1;
   }
+  auto loaded = load_config(options.config);
+  if (!loaded) {
+    log_error("{}", loaded.message());
+    return 1;
+  }
+  // Before any port opens: a run that cannot write its summary should not start.
+  if (!options.json_file.empty() && !json_stdout)
+    if (const std::string problem = output_path_problem(options.json_file); !problem.empty()) {
+      log_error("--json: {}", problem);
+      return 1;
+    }
   Plan plan = std::move(loaded->plan);
   const AppSettings app = loaded->app;
   if (options.duration_s) plan.duration_s = *options.duration_s;
@@ -113,7 +149,7 @@ int run_command(const RunOptions& options) {
   if (!app.privilege.user.empty()) {
     auto u = privilege::resolve_run_user(app.privilege.user, app.privilege.group);
     if (!u) {
-      fmt::print(stderr, "rawpipe: {}: {}\n", options.config, u.message());
+      log_error("{}: {}", options.config, u.message());
       return 1;
     }
     run_user = u.value();
@@ -122,45 +158,44 @@ int run_command(const RunOptions& options) {
   // One pipeline per device queue and per lcore CPU: Pipeline::create takes the locks before any
   // port opens, so a second run of a config attaches, binds and steers nothing the first one uses.
   // What a run killed by SIGKILL or a crash left in /dev/shm (its XDP program went with it).
-  for (const std::string& m : ops::remove_stale_stats_segments()) fmt::print(stderr, "rawpipe: {}\n", m);
+  for (const std::string& m : ops::remove_stale_stats_segments()) log_warn("{}", m);
 
   auto created = Pipeline::create(plan);
   if (!created) {
-    fmt::print(stderr, "rawpipe: {}\n", created.message());
+    log_error("{}", created.message());
     return 1;
   }
   std::unique_ptr<Pipeline> pipeline = std::move(created).value();
 
   for (const auto& p : plan.pools)
-    if (std::string notice = pipeline->pool_memory_notice(p.config.name); !notice.empty()) fmt::print("{}\n", notice);
+    if (std::string notice = pipeline->pool_memory_notice(p.config.name); !notice.empty()) log_info("{}", notice);
   for (const auto& e : plan.endpoints)
-    fmt::print("endpoint {}: {}\n", e.name,
+    log_info("endpoint {}: {}", e.name,
                e.action == EndpointAction::kRing   ? "ring, drained and freed by the app's consumer thread"
                : e.action == EndpointAction::kSink ? "sink (counted and freed on the lcore)"
                : e.action == EndpointAction::kEcho ? "echo (addresses swapped, sent back on the ingress port)"
                                                    : "forward");
-  fmt::print("{}\n", plan.duration_s > 0 ? fmt::format("running for {} s (Ctrl-C stops earlier)", plan.duration_s)
-                                         : std::string("running until Ctrl-C"));
-  std::fflush(stdout);
+  log_info("{}", plan.duration_s > 0 ? fmt::format("running for {} s (Ctrl-C stops earlier)", plan.duration_s)
+                                     : std::string("running until Ctrl-C"));
 
   SignalGuard signals(*pipeline);
   if (Status s = pipeline->start(); !s) {
-    fmt::print(stderr, "rawpipe: {}\n", s.message());
+    log_error("{}", s.message());
     return 1;
   }
   // The path report once started: only then does a port know its real mode (AF_XDP zero-copy or copy).
   std::vector<std::string> port_paths;
   for (std::uint16_t p = 0; p < pipeline->port_count(); ++p) {
     port_paths.push_back(pipeline->port_path_report(p));
-    fmt::print("{}{}", port_paths.back(), port_paths.back().ends_with('\n') ? "" : "\n");
+    log_info("{}", port_paths.back().ends_with('\n') ? port_paths.back().substr(0, port_paths.back().size() - 1)
+                                                  : port_paths.back());
   }
-  std::fflush(stdout);
   // The lcores run on their CPUs; every thread made from here on (consumer unless pinned, stats,
   // metrics) and this loop stay off them.
   if (auto control = keep_control_threads_off_lcores(plan); !control)
-    fmt::print(stderr, "rawpipe: {}\n", control.message());
+    log_warn("{}", control.message());
   else if (control->applied)
-    fmt::print("{}\n", control->note);
+    log_info("{}", control->note);
   // Port-to-consumer latency of stamped packets, sampled like the stage timing ([metrics]).
   E2eLatency e2e(pipeline->endpoint_count(), plan.metrics.latency_sample);
   RingConsumer consumer;
@@ -172,7 +207,7 @@ int run_command(const RunOptions& options) {
     doc["end_to_end"] = e2e.json(*pipeline);
   };
   if (Status s = consumer.start(*pipeline, app.consumer_cpu); !s) {
-    fmt::print(stderr, "rawpipe: {}\n", s.message());
+    log_error("{}", s.message());
     (void)pipeline->stop();
     return 1;
   }
@@ -186,22 +221,21 @@ int run_command(const RunOptions& options) {
   } else if (Status s = publisher.start(*pipeline, stats_name, std::chrono::milliseconds(
                                             std::max<long>(100, static_cast<long>(plan.stats_interval_s * 1000))));
              !s)
-    fmt::print(stderr, "rawpipe: live stats unavailable: {}\n", s.message());
+    log_warn("live stats unavailable: {}", s.message());
   else if (publisher.name_owner())
-    fmt::print(stderr, "rawpipe: the stats name '{}' belongs to running pid {}; `rawpipe stat {}` shows this "
-               "pipeline\n", stats_name, publisher.name_owner(), getpid());
+    log_warn("the stats name '{}' belongs to running pid {}; `rawpipe stat {}` shows this pipeline", stats_name,
+             publisher.name_owner(), getpid());
   // Prometheus /metrics ([metrics] listen): asked for explicitly, so failing to serve it stops the run.
   ops::MetricsServer metrics;
   metrics.set_extension(add_e2e);
   if (!plan.metrics.listen.empty()) {
     if (Status s = metrics.start(*pipeline, stats_name, plan.metrics.listen); !s) {
-      fmt::print(stderr, "rawpipe: {}\n", s.message());
+      log_error("{}", s.message());
       consumer.stop();
       (void)pipeline->stop();
       return 1;
     }
-    fmt::print("metrics: http://{}/metrics\n", metrics.address());
-    std::fflush(stdout);
+    log_info("metrics: http://{}/metrics", metrics.address());
   }
 
   // Setup is complete (ports started, lcores running, stats segment created): give up what the
@@ -215,41 +249,59 @@ int run_command(const RunOptions& options) {
     if (!publisher.path().empty()) req.hand_over.push_back(publisher.path());
     auto dropped = privilege::drop_privileges(req);
     if (!dropped) {
-      fmt::print(stderr, "rawpipe: cannot drop privileges, stopping: {}\n", dropped.message());
+      log_error("cannot drop privileges, stopping: {}", dropped.message());
       consumer.stop();
       (void)pipeline->stop();
       publisher.stop();
       return 1;
     }
-    fmt::print("{}\n", dropped->line);
-    std::fflush(stdout);
+    log_info("{}", dropped->line);
   }
 
   using Clock = std::chrono::steady_clock;
-  const PipelineSnapshot first = pipeline->snapshot();
-  LiveStats live(first);
+  const bool transmits = std::any_of(plan.endpoints.begin(), plan.endpoints.end(), [](const EndpointPlan& e) {
+    return e.action == EndpointAction::kEcho || e.action == EndpointAction::kForward;
+  });
+  const LiveSample first_sample = take_live_sample(*pipeline);
+  const PipelineSnapshot& first = first_sample.snapshot;
+  LiveLine live(first_sample, transmits);
+  const auto reasons_every = std::chrono::duration<double>(options.reasons_every_s);
   const auto t0 = Clock::now();
   const auto interval = std::chrono::duration<double>(plan.stats_interval_s);
   const auto deadline = plan.duration_s > 0 ? t0 + std::chrono::duration_cast<Clock::duration>(
                                                        std::chrono::duration<double>(plan.duration_s))
                                             : Clock::time_point::max();
   auto next_line = t0 + std::chrono::duration_cast<Clock::duration>(interval);
+  auto next_reasons = options.reasons_every_s > 0 ? t0 + std::chrono::duration_cast<Clock::duration>(reasons_every)
+                                                  : Clock::time_point::max();
   while (!pipeline->stop_requested()) {
     const auto now = Clock::now();
     if (now >= deadline) break;
-    if (now >= next_line) {
-      fmt::print("{}\n", live.line(pipeline->snapshot()));
-      std::fflush(stdout);
-      next_line += std::chrono::duration_cast<Clock::duration>(interval);
+    if (now >= next_line || now >= next_reasons) {
+      const LiveSample sample = take_live_sample(*pipeline);
+      std::string text;
+      if (now >= next_line) {
+        text = live.line(sample) + "\n";
+        if (options.reasons) text += LiveLine::reasons(sample);
+        next_line += std::chrono::duration_cast<Clock::duration>(interval);
+      }
+      if (now >= next_reasons) {
+        if (!options.reasons) text += LiveLine::reasons(sample);
+        next_reasons += std::chrono::duration_cast<Clock::duration>(reasons_every);
+      }
+      if (!options.quiet) {
+        fmt::print("{}", text);
+        std::fflush(stdout);
+      }
     }
     // Wake often enough to notice a signal quickly; the sleep is the control thread's only job.
-    auto wake = std::min({deadline, next_line, now + std::chrono::milliseconds(20)});
+    auto wake = std::min({deadline, next_line, next_reasons, now + std::chrono::milliseconds(20)});
     std::this_thread::sleep_until(wake);
   }
   const PipelineSnapshot last = pipeline->snapshot();
   consumer.stop();
   Status stopped = pipeline->stop();
-  if (!stopped) fmt::print(stderr, "rawpipe: stopping: {}\n", stopped.message());
+  if (!stopped) log_error("stopping: {}", stopped.message());
   publisher.publish_now();  // the final figures, running = false
   publisher.stop();
 
@@ -259,30 +311,35 @@ int run_command(const RunOptions& options) {
   summary.seconds = summary.window.seconds;
   summary.accounting = pipeline->accounting();
   summary.lcores = pipeline->snapshot().lcores;
-  for (const auto& e : plan.endpoints) summary.endpoint_names.push_back(e.name);
+  for (const auto& e : plan.endpoints) {
+    summary.endpoint_names.push_back(e.name);
+    summary.endpoint_transmits.push_back(e.action == EndpointAction::kEcho || e.action == EndpointAction::kForward);
+  }
   for (const auto& p : plan.ports) summary.port_names.push_back(p.name);
   summary.consumed = consumer.received();
   for (std::uint16_t p = 0; p < pipeline->port_count(); ++p) summary.port_stats.push_back(pipeline->port_stats(p));
   summary.port_paths = port_paths;
   for (std::uint16_t p = 0; p < pipeline->port_count(); ++p)
     for (const std::string& n : pipeline->port_notices(p))
-      fmt::print(stderr, "rawpipe: port '{}': {}\n", pipeline->port_name(p), n);
-  fmt::print("{}", format_summary(summary));
-  for (const FilterReport& f : pipeline->filter_reports()) fmt::print("filter {} ({}): {}\n", f.label, f.name, f.report);
+      log_warn("port '{}': {}", pipeline->port_name(p), n);
+  // --quiet: the exit status and --json carry the verdict.
+  std::string report = format_summary(summary);
+  for (const FilterReport& f : pipeline->filter_reports()) report += fmt::format("filter {} ({}): {}\n", f.label, f.name, f.report);
   nlohmann::json extra_json = nlohmann::json::object();
   for (const TapReport& t : pipeline->tap_reports()) {
-    fmt::print("tap {}: {} captured, {} lost (lane full), {} written to {} file(s), {} bytes\n", t.name, t.captured,
-               t.lost, t.written, t.files_opened, t.bytes);
+    report += fmt::format("tap {}: {} captured, {} lost (lane full), {} written to {} file(s), {} bytes\n", t.name,
+                          t.captured, t.lost, t.written, t.files_opened, t.bytes);
     extra_json["taps"][t.name] = {{"captured", t.captured}, {"lost", t.lost}, {"written", t.written},
                                   {"files", t.files}, {"bytes", t.bytes}};
   }
   if (std::any_of(plan.ports.begin(), plan.ports.end(), [](const PortPlan& p) { return !p.neigh.addresses.empty(); })) {
     const NeighStats ns = pipeline->neigh_stats();
-    fmt::print("neigh: {} ARP/ND replies sent, {} requests for other addresses ignored, {} malformed, {} replies not "
-               "taken by tx\n", ns.replies, ns.ignored, ns.malformed, ns.tx_failed);
+    report += fmt::format("neigh: {} ARP/ND replies sent, {} requests for other addresses ignored, {} malformed, {} "
+                          "replies not taken by tx\n", ns.replies, ns.ignored, ns.malformed, ns.tx_failed);
     extra_json["neigh"] = {{"replies", ns.replies}, {"ignored", ns.ignored}, {"malformed", ns.malformed},
                            {"tx_failed", ns.tx_failed}};
   }
+  if (!options.quiet) fmt::print("{}", report);
   std::fflush(stdout);
 
   // 2: the pipeline's own accounting failed; 3: [run] on_loss = "fail" and a port lost frames
@@ -292,8 +349,8 @@ int run_command(const RunOptions& options) {
   if (!options.json_file.empty()) {
     nlohmann::json j = summary_json(summary);
     j.update(extra_json);
-    if (Status s = write_json(options.json_file, j); !s) {
-      fmt::print(stderr, "rawpipe: {}\n", s.message());
+    if (Status s = json_stdout ? write_json_fd(json_fd, j) : write_json(options.json_file, j); !s) {
+      log_error("{}", s.message());
       rc = rc ? rc : 1;
     }
   }

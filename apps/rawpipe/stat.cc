@@ -1,6 +1,7 @@
 #include "stat.hh"
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -120,7 +121,9 @@ void print_view(const nlohmann::json& doc, const nlohmann::json* prev, bool drop
              rate(t, prev ? &(*prev)["total"] : nullptr, "rx_packets"), u(t, "delivered"), u(t, "transmitted"),
              u(t, "dropped"));
   fmt::print("endpoints\n");
-  for (const auto& e : doc["endpoints"]) fmt::print("  {:<20} {:>14}\n", e["name"].get<std::string>(), u(e, "delivered"));
+  fmt::print("  {:<20} {:>14} {:>14}\n", "", "delivered", "transmitted");
+  for (const auto& e : doc["endpoints"])
+    fmt::print("  {:<20} {:>14} {:>14}\n", e["name"].get<std::string>(), u(e, "delivered"), u(e, "transmitted"));
   fmt::print("ports\n");
   for (const auto& p : doc["ports"]) {
     fmt::print("  {} ({})\n", p["name"].get<std::string>(), p["pmd"].get<std::string>());
@@ -182,7 +185,8 @@ int stat_command(const StatOptions& options) {
     if (options.json) {
       fmt::print("{}\n", options.drops ? doc["drops"].dump(2) : doc.dump(2));
     } else {
-      if (!options.once) fmt::print("\x1b[H\x1b[2J");  // top-style: redraw in place
+      // top-style redraw in place on a terminal; into a pipe or file, one view after another.
+      if (!options.once && isatty(STDOUT_FILENO)) fmt::print("\x1b[H\x1b[2J");
       print_view(doc, have_prev ? &prev : nullptr, options.drops);
     }
     std::fflush(stdout);

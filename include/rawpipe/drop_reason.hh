@@ -36,7 +36,8 @@ namespace rawpipe {
   X(kEndpointOffloadOff, "endpoint_offload_off", "the endpoint is not offloaded and the port cannot pass to the kernel") \
   X(kTxFailed, "tx_failed", "the transmit queue did not take the packet")                            \
   X(kNotForUs, "not_for_us", "a transmit action could not be applied (e.g. echo of a non-UDP packet)") \
-  X(kBadTcpHeader, "bad_tcp_header", "TCP data offset below the 20-byte minimum header")
+  X(kBadTcpHeader, "bad_tcp_header", "TCP data offset below the 20-byte minimum header")                 \
+  X(kCutByCapture, "cut_by_capture", "a capture file kept fewer bytes than the frame had (snap length) and the headers it kept are consistent")
 
 enum class DropReason : std::uint8_t {
 #define RAWPIPE_DROP_ENUM(id, name, help) id,

@@ -40,6 +40,7 @@ inline constexpr std::uint16_t kRssHash = 1u << 10;      // (rx) rss_hash is val
 inline constexpr std::uint16_t kFlowTag = 1u << 11;      // (rx) flow_tag is valid
 inline constexpr std::uint16_t kTimestamp = 1u << 12;    // (rx) timestamp_ns is valid
 inline constexpr std::uint16_t kBroadcast = 1u << 13;    // destination MAC is broadcast
+inline constexpr std::uint16_t kCutByCapture = 1u << 14; // (rx) a capture file kept fewer bytes than the frame had
 }  // namespace pkt_flag
 
 // Transmit requests (Mbuf::tx_flags), set by whoever hands the packet to tx_burst, every time:

@@ -87,6 +87,7 @@ struct PipelineSnapshot {
   std::vector<std::uint64_t> delivered_per_endpoint;   // by endpoint id
   std::vector<std::uint64_t> ring_full_per_endpoint;   // by endpoint id: dropped, its ring was full
   std::vector<std::uint64_t> transmitted_per_port;     // by port id
+  std::vector<std::uint64_t> transmitted_per_endpoint; // by endpoint id: echo/forward packets a tx queue took
 };
 
 struct PoolUsage {
@@ -104,6 +105,7 @@ struct RAWPIPE_API Accounting {
   std::array<std::uint64_t, kDropReasonCount> drops{};
   std::vector<std::uint64_t> delivered_per_endpoint;   // by endpoint id
   std::vector<std::uint64_t> transmitted_per_port;     // by port id
+  std::vector<std::uint64_t> transmitted_per_endpoint; // by endpoint id: echo/forward packets a tx queue took
   std::uint64_t drained = 0;      // delivered packets still queued in endpoint rings at stop, freed by stop()
   std::vector<PoolUsage> pools;   // in plan order
 

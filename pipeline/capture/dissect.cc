@@ -23,9 +23,49 @@ std::string address(const Mbuf& m, bool source) {
   return inet_ntop(AF_INET6, ip + (source ? 8 : 24), buf, sizeof buf);
 }
 
-// One line; "-" where the frame has no such field (or parse stopped before it).
-void print_line(std::ostream& out, std::uint64_t frame, std::uint32_t wire_len, const Mbuf& m) {
-  const auto reason = static_cast<DropReason>(m.drop_reason);
+// A frame the capture cut short (caplen < len) is parsed as the wire carried it: its captured bytes
+// followed by zeros up to its original length, so that every length field is checked against the
+// length the frame really had. A check that failed is believed only when the fields it read were
+// captured; one that read the zeros, or a frame that passed, is "cut by capture" (tshark's "Packet
+// size limited during capture"): nothing in its own headers contradicts anything else.
+// The end of the bytes the check behind `reason` reads.
+unsigned fields_read_by(DropReason reason, const Mbuf& m) {
+  switch (reason) {
+    case DropReason::kRuntEthernet:
+    case DropReason::kTruncatedVlan:
+    case DropReason::kTruncatedIpv4:
+    case DropReason::kTruncatedIpv6:
+    case DropReason::kTruncatedUdp:
+      return 0;  // a length against the wire length: no field of the frame read
+    case DropReason::kTooManyVlans:
+      return m.l3_off ? m.l3_off : 12 + 4 * 3 + 2;
+    case DropReason::kBadIpv4Version:
+    case DropReason::kBadIpv4Ihl:
+    case DropReason::kBadIpv4TotalLength:
+      return m.l3_off + 4u;
+    case DropReason::kBadIpv6Version:
+      return m.l3_off + 1u;
+    case DropReason::kBadIpv6PayloadLength:
+      // Judged once the whole fixed header is in, as tshark does (it reads the header first).
+      return m.l3_off + 40u;
+    case DropReason::kBadIpv6ExtHeader:
+      return 0xffffffffu;  // somewhere in the chain: believed only when the whole frame was captured
+    case DropReason::kBadUdpLength:
+      return m.l4_off + 6u;
+    case DropReason::kTruncatedTcp:
+    case DropReason::kBadTcpHeader:
+      return m.l4_off + 13u;
+    default:
+      return 0xffffffffu;
+  }
+}
+
+// One line; "-" where the frame has no such field, parse stopped before it, or the capture did not
+// keep its bytes (`captured` of them).
+void print_line(std::ostream& out, std::uint64_t frame, std::uint32_t wire_len, const Mbuf& m, bool cut,
+                unsigned captured) {
+  auto reason = static_cast<DropReason>(m.drop_reason);
+  if (cut && (reason == DropReason::kNone || fields_read_by(reason, m) > captured)) reason = DropReason::kCutByCapture;
   out << frame << '\t' << wire_len << '\t' << (reason == DropReason::kNone ? "ok" : drop_reason_name(reason))
       << '\t';
   if (m.vlan_count)
@@ -34,7 +74,8 @@ void print_line(std::ostream& out, std::uint64_t frame, std::uint32_t wire_len, 
     out << '-';
   // Addresses are printed only when the IP header passed its checks (an IP frame's l3_type is set
   // before the checks, and a frame too short for the header must not be read).
-  const bool ip_ok = m.l3_type != L3Type::kNone &&
+  const unsigned ip_header = m.l3_type == L3Type::kIpv4 ? 20u : 40u;
+  const bool ip_ok = m.l3_type != L3Type::kNone && m.l3_off + ip_header <= captured &&
                      !(reason >= DropReason::kTruncatedIpv4 && reason <= DropReason::kBadIpv6PayloadLength);
   if (ip_ok) {
     out << '\t' << (m.l3_type == L3Type::kIpv4 ? 4 : 6) << '\t' << address(m, true) << '\t' << address(m, false)
@@ -45,7 +86,7 @@ void print_line(std::ostream& out, std::uint64_t frame, std::uint32_t wire_len, 
   }
   // Ports are read only when parse found the whole header: UDP unless truncated_udp (a bad UDP
   // length still has its 8 header bytes), TCP when parse accepted the header.
-  const bool l4_ports = ip_ok && m.l4_off != 0 &&
+  const bool l4_ports = ip_ok && m.l4_off != 0 && m.l4_off + 8u <= captured &&
                         ((m.l4_proto == 17 && reason != DropReason::kTruncatedUdp) ||
                          (m.l4_proto == 6 && m.payload_off != 0));
   if (l4_ports) {
@@ -108,13 +149,15 @@ int run_dissect(const std::string& pcap_file, std::ostream& out) {
     }
     ++frame;
     pool.value()->reset(m);
-    // Parse sees what was captured (a snapped frame is shorter than on the wire), as a PMD that
-    // received it would deliver it; frames beyond a 64 KiB buffer are cut to it.
+    // Frames beyond a 64 KiB buffer are cut to it.
     const std::uint32_t len = h->caplen < room ? h->caplen : room;
+    const std::uint32_t wire = h->len < room ? h->len : room;
+    const bool cut = len < wire;
     std::memcpy(m->data(), data, len);
-    m->data_len = len;
+    if (cut) std::memset(m->data() + len, 0, wire - len);  // see fields_read_by
+    m->data_len = cut ? wire : len;
     parse_burst(&m, 1);
-    print_line(out, frame, h->len, *m);
+    print_line(out, frame, h->len, *m, cut, len);
   }
   mbuf_free(m);
   pcap_close(p);

@@ -68,6 +68,8 @@ void Dispatcher::deliver_run(std::uint16_t d, Mbuf** run, unsigned k, Mbuf** to_
     fail = DropReason::kTxFailed;
     c.transmitted_per_port[port].add(done);
     c.transmitted.add(done);
+    // Which endpoint sent them: the run may mix echo endpoints that share an ingress port.
+    for (unsigned j = 0; j < done; ++j) c.transmitted_per_endpoint[run[j]->endpoint].add(1);
   }
   if (done < k) [[unlikely]] {
     c.drops[static_cast<unsigned>(fail)].add(k - done);

@@ -222,6 +222,7 @@ PipelineSnapshot Pipeline::snapshot() const {
   s.running = run_->running();
   s.delivered_per_endpoint.assign(plan_.endpoints.size(), 0);
   s.ring_full_per_endpoint.assign(plan_.endpoints.size(), 0);
+  s.transmitted_per_endpoint.assign(plan_.endpoints.size(), 0);
   s.transmitted_per_port.assign(plan_.ports.size(), 0);
   s.total.id = 0xffff;
   for (const auto& lc : parts_->lcores) {
@@ -241,6 +242,7 @@ PipelineSnapshot Pipeline::snapshot() const {
     for (std::size_t e = 0; e < s.delivered_per_endpoint.size(); ++e) {
       s.delivered_per_endpoint[e] += c.delivered_per_endpoint[e].load();
       s.ring_full_per_endpoint[e] += c.ring_full_per_endpoint[e].load();
+      s.transmitted_per_endpoint[e] += c.transmitted_per_endpoint[e].load();
     }
     for (std::size_t p = 0; p < s.transmitted_per_port.size(); ++p) s.transmitted_per_port[p] += c.transmitted_per_port[p].load();
     s.total.rx_packets += st.rx_packets;
@@ -265,6 +267,7 @@ Accounting Pipeline::accounting() const {
   a.drops = s.total.drops;
   a.delivered_per_endpoint = std::move(s.delivered_per_endpoint);
   a.transmitted_per_port = std::move(s.transmitted_per_port);
+  a.transmitted_per_endpoint = std::move(s.transmitted_per_endpoint);
   a.drained = parts_->queues->drained();
   for (const auto& p : parts_->pools) a.pools.push_back({p->name(), p->count(), p->in_use()});
   return a;

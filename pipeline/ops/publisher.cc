@@ -147,7 +147,8 @@ nlohmann::json stats_document(const Pipeline& pipeline, std::string_view name) {
   doc["endpoints"] = nlohmann::json::array();
   for (std::uint16_t e = 0; e < pipeline.endpoint_count(); ++e)
     doc["endpoints"].push_back({{"name", pipeline.endpoint_name(e)},
-                                {"delivered", e < snap.delivered_per_endpoint.size() ? snap.delivered_per_endpoint[e] : 0}});
+                                {"delivered", e < snap.delivered_per_endpoint.size() ? snap.delivered_per_endpoint[e] : 0},
+                                {"transmitted", e < snap.transmitted_per_endpoint.size() ? snap.transmitted_per_endpoint[e] : 0}});
 
   std::vector<NamedPortStats> port_stats;
   std::uint64_t lost_frames = 0;

@@ -221,6 +221,27 @@ RAWPIPE_ALWAYS_INLINE DropReason parse_frame(Mbuf* m, const std::uint8_t* d, uns
   return DropReason::kNone;
 }
 
+// A frame a capture file cut short (pkt_flag::kCutByCapture, set by the pcap port) that ran out of
+// bytes before its IP datagram did: the cut explains the failure, nothing in the headers
+// contradicts anything else. Once the IP length check has passed the whole datagram was captured,
+// so every later reason stays what it is. Only the error path calls this.
+[[gnu::cold]] inline DropReason cut_or(DropReason r, const std::uint8_t* d, const Mbuf* m) noexcept {
+  switch (r) {
+    case DropReason::kRuntEthernet:
+    case DropReason::kTruncatedVlan:
+    case DropReason::kTruncatedIpv4:
+    case DropReason::kTruncatedIpv6:
+    case DropReason::kBadIpv6PayloadLength:  // only ever "beyond the frame"
+      return DropReason::kCutByCapture;
+    case DropReason::kBadIpv4Ihl:  // below 20 is malformed; beyond the frame is the cut
+      return (d[m->l3_off] & 0xf) * 4u >= wire::kIpv4MinHeader ? DropReason::kCutByCapture : r;
+    case DropReason::kBadIpv4TotalLength:  // below the header is malformed; beyond the frame is the cut
+      return wire::load_be16(d + m->l3_off + 2) >= (d[m->l3_off] & 0xf) * 4u ? DropReason::kCutByCapture : r;
+    default:
+      return r;
+  }
+}
+
 // The frame most traffic is: untagged Ethernet, IPv4 without options or fragmentation, UDP, with
 // consistent lengths and no checksum verdict from the PMD. Recognised with a handful of loads and
 // one combined test, and written with no field stored twice (the VPP ip4-input "x1 fast path"
@@ -285,6 +306,7 @@ RAWPIPE_ALWAYS_INLINE void parse_packet_general(Mbuf* m) noexcept {
              (m->l4_proto == wire::kIpProtoUdp || m->l4_proto == wire::kIpProtoTcp))
       r = DropReason::kBadL4Checksum;
   }
+  if (RAWPIPE_UNLIKELY((flags & pkt_flag::kCutByCapture) != 0) && r != DropReason::kNone) r = parse_detail::cut_or(r, d, m);
   m->flags = flags;
   m->drop_reason = static_cast<std::uint8_t>(r);
 }

@@ -27,15 +27,29 @@ namespace {
 
 constexpr CapMask bit(int cap) { return CapMask{1} << cap; }
 
-// Names for the capabilities this module talks about; others print as their number.
+// Every capability the kernel headers name, in number order (capabilities(7)); a kernel newer
+// than the headers may report more, printed as "cap N".
+#define RAWPIPE_CAP(name) std::pair<int, std::string_view>{CAP_##name, "CAP_" #name}
 constexpr std::pair<int, std::string_view> kCapNames[] = {
-    {CAP_CHOWN, "CAP_CHOWN"},         {CAP_DAC_OVERRIDE, "CAP_DAC_OVERRIDE"}, {CAP_FOWNER, "CAP_FOWNER"},
-    {CAP_KILL, "CAP_KILL"},           {CAP_SETGID, "CAP_SETGID"},             {CAP_SETUID, "CAP_SETUID"},
-    {CAP_SETPCAP, "CAP_SETPCAP"},     {CAP_NET_BIND_SERVICE, "CAP_NET_BIND_SERVICE"},
-    {CAP_NET_ADMIN, "CAP_NET_ADMIN"}, {CAP_NET_RAW, "CAP_NET_RAW"},           {CAP_IPC_LOCK, "CAP_IPC_LOCK"},
-    {CAP_SYS_ADMIN, "CAP_SYS_ADMIN"}, {CAP_SYS_NICE, "CAP_SYS_NICE"},         {CAP_SYS_RESOURCE, "CAP_SYS_RESOURCE"},
-    {CAP_PERFMON, "CAP_PERFMON"},     {CAP_BPF, "CAP_BPF"},
+    RAWPIPE_CAP(CHOWN), RAWPIPE_CAP(DAC_OVERRIDE), RAWPIPE_CAP(DAC_READ_SEARCH), RAWPIPE_CAP(FOWNER),
+    RAWPIPE_CAP(FSETID), RAWPIPE_CAP(KILL), RAWPIPE_CAP(SETGID), RAWPIPE_CAP(SETUID), RAWPIPE_CAP(SETPCAP),
+    RAWPIPE_CAP(LINUX_IMMUTABLE), RAWPIPE_CAP(NET_BIND_SERVICE), RAWPIPE_CAP(NET_BROADCAST),
+    RAWPIPE_CAP(NET_ADMIN), RAWPIPE_CAP(NET_RAW), RAWPIPE_CAP(IPC_LOCK), RAWPIPE_CAP(IPC_OWNER),
+    RAWPIPE_CAP(SYS_MODULE), RAWPIPE_CAP(SYS_RAWIO), RAWPIPE_CAP(SYS_CHROOT), RAWPIPE_CAP(SYS_PTRACE),
+    RAWPIPE_CAP(SYS_PACCT), RAWPIPE_CAP(SYS_ADMIN), RAWPIPE_CAP(SYS_BOOT), RAWPIPE_CAP(SYS_NICE),
+    RAWPIPE_CAP(SYS_RESOURCE), RAWPIPE_CAP(SYS_TIME), RAWPIPE_CAP(SYS_TTY_CONFIG), RAWPIPE_CAP(MKNOD),
+    RAWPIPE_CAP(LEASE), RAWPIPE_CAP(AUDIT_WRITE), RAWPIPE_CAP(AUDIT_CONTROL), RAWPIPE_CAP(SETFCAP),
+    RAWPIPE_CAP(MAC_OVERRIDE), RAWPIPE_CAP(MAC_ADMIN), RAWPIPE_CAP(SYSLOG), RAWPIPE_CAP(WAKE_ALARM),
+    RAWPIPE_CAP(BLOCK_SUSPEND), RAWPIPE_CAP(AUDIT_READ), RAWPIPE_CAP(PERFMON), RAWPIPE_CAP(BPF),
+    RAWPIPE_CAP(CHECKPOINT_RESTORE),
 };
+#undef RAWPIPE_CAP
+constexpr bool caps_in_number_order() {
+  for (std::size_t i = 0; i < std::size(kCapNames); ++i)
+    if (kCapNames[i].first != int(i)) return false;
+  return std::size(kCapNames) == CAP_LAST_CAP + 1;
+}
+static_assert(caps_in_number_order(), "kCapNames[c] names capability c, for every c the headers know");
 
 int last_cap() {
   std::ifstream in("/proc/sys/kernel/cap_last_cap");
@@ -230,9 +244,7 @@ std::string format_caps(CapMask caps) {
   std::string out;
   for (int c = 0; c < 64; ++c) {
     if (!(caps & bit(c))) continue;
-    std::string name = fmt::format("cap {}", c);
-    for (const auto& [n, text] : kCapNames)
-      if (n == c) name = std::string(text);
+    const std::string name = c < int(std::size(kCapNames)) ? std::string(kCapNames[c].second) : fmt::format("cap {}", c);
     out += fmt::format("{}{}", out.empty() ? "" : ", ", name);
   }
   return out;

@@ -54,7 +54,8 @@ class CounterArray {
 
 struct alignas(kFalseSharingRange) LcoreCounters {
   LcoreCounters(std::size_t endpoints, std::size_t ports)
-      : delivered_per_endpoint(endpoints), ring_full_per_endpoint(endpoints), transmitted_per_port(ports) {}
+      : delivered_per_endpoint(endpoints), ring_full_per_endpoint(endpoints), transmitted_per_endpoint(endpoints),
+        transmitted_per_port(ports) {}
 
   Counter rx_packets;
   Counter rx_bytes;
@@ -65,6 +66,7 @@ struct alignas(kFalseSharingRange) LcoreCounters {
   Counter drops[kDropReasonCount];
   CounterArray delivered_per_endpoint;
   CounterArray ring_full_per_endpoint;  // drops[kEndpointRingFull] by endpoint
+  CounterArray transmitted_per_endpoint;  // echo and forward endpoints: taken by a tx queue
   CounterArray transmitted_per_port;
 };
 

@@ -124,14 +124,16 @@ std::uint16_t rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
       count_add(q.oversize, 1);
       continue;
     }
-    if (h->caplen < h->len) [[unlikely]]
+    const bool cut = h->caplen < h->len;
+    if (cut) [[unlikely]]
       count_add(q.snapped, 1);
     std::memcpy(m->data(), q.pending_data, h->caplen);
     m->data_len = h->caplen;
     m->port = q.port;
     m->queue = 0;
     m->timestamp_ns = ts;
-    m->flags = pkt_flag::kTimestamp;
+    // Parse tells a frame the capture cut (drop reason cut_by_capture) from a malformed one.
+    m->flags = pkt_flag::kTimestamp | (cut ? pkt_flag::kCutByCapture : 0);
     bytes += h->caplen;
     pkts[got++] = m;
     ++used;

@@ -81,9 +81,9 @@ def run_window(cmd, thread, warm, seconds, others=()):
     return inside, "".join(line for _, line in lines), proc.returncode, share, other_shares
 
 
-def rawpipe_run(exe, config, warm, seconds, threads=(), rate_of="lcore0"):
-    """Runs `rawpipe run config` for a window; returns (the mean receive rate in Mpps over the
-    window of lcore0, or of the whole pipeline with rate_of="rx", lcore0's CPU share, the command,
+def rawpipe_run(exe, config, warm, seconds, threads=()):
+    """Runs `rawpipe run config` for a window; returns (the pipeline's mean receive rate in Mpps over
+    the window, lcore0's CPU share, the command,
     the JSON summary, {thread: CPU share} for `threads`)."""
     with tempfile.TemporaryDirectory() as tmp:
         out_json = os.path.join(tmp, "summary.json")
@@ -93,15 +93,14 @@ def rawpipe_run(exe, config, warm, seconds, threads=(), rate_of="lcore0"):
             raise RunFailed(f"rawpipe failed (exit {rc}):\n{out[-3000:]}")
         with open(out_json) as f:
             summary = json.load(f)
-    # Live lines "[    3.0s] ... | lcore0 12.34 Mpps", one per second.
+    # Live lines "[    3.0s] pps rx 12.41M  delivered ...", one per second (apps/rawpipe/live_line.hh).
     samples = []
     for line in inside:
-        m = re.search(r"\] rx ([\d.]+) (Mpps|kpps|pps)" if rate_of == "rx" else
-                      r"\| lcore0 ([\d.]+) (Mpps|kpps|pps)", line)
+        m = re.search(r"\] pps rx ([\d.]+)([kMG]?)\s", line)
         if m:
-            samples.append(float(m.group(1)) * {"Mpps": 1.0, "kpps": 1e-3, "pps": 1e-6}[m.group(2)])
+            samples.append(float(m.group(1)) * {"G": 1e3, "M": 1.0, "k": 1e-3, "": 1e-6}[m.group(2)])
     if not samples:
-        raise RunFailed(f"no {rate_of} rate lines from rawpipe in the window:\n{out[-2000:]}")
+        raise RunFailed(f"no rx rate lines from rawpipe in the window:\n{out[-2000:]}")
     return statistics.mean(samples), share, " ".join(cmd) + "  (stopped with SIGINT)", summary, other_shares
 
 

@@ -82,6 +82,11 @@ struct Workers {
 TEST(Drop, FormatsCapabilities) {
   EXPECT_EQ(format_caps(0), "none");
   EXPECT_EQ(format_caps((CapMask{1} << CAP_NET_ADMIN) | (CapMask{1} << CAP_SYS_ADMIN)), "CAP_NET_ADMIN, CAP_SYS_ADMIN");
+  // Every capability has its name (the privileges line used to print "cap 2 ... cap 40").
+  EXPECT_EQ(format_caps(CapMask{1} << CAP_DAC_READ_SEARCH), "CAP_DAC_READ_SEARCH");
+  EXPECT_EQ(format_caps(CapMask{1} << CAP_CHECKPOINT_RESTORE), "CAP_CHECKPOINT_RESTORE");
+  for (int c = 0; c <= CAP_LAST_CAP; ++c) EXPECT_EQ(format_caps(CapMask{1} << c).find("cap "), std::string::npos) << c;
+  EXPECT_EQ(format_caps(CapMask{1} << 62), "cap 62");
 }
 
 TEST(Drop, PortsNeedOnlyWhatTheyUseAfterSetup) {
