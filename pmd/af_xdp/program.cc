@@ -17,6 +17,7 @@
 #include "pipeline/classify/rule.hh"
 #include "pipeline/privilege/module_location.hh"
 #include "pmd/af_xdp/installed.hh"
+#include "pmd/af_xdp/xdp_paths.h"
 #include "pmd/af_xdp/xdp_steer_abi.h"
 
 namespace rawpipe::af_xdp {
