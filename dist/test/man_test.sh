@@ -22,7 +22,8 @@ for sub in "${subcommands[@]}"; do
   # The entry runs up to the next unindented line.
   entry=$(awk -v head="*$sub*" 'index($0, head) == 1 { inside = 1; print; next } inside && /^[^\t]/ && $0 != "" { inside = 0 } inside' "$page1")
   while read -r option; do
-    [[ $option == --help ]] && continue
+    # Every subcommand takes these; OPTIONS documents them once.
+    [[ $option == --help || $option == --version ]] && continue
     grep -qF -- "*$option*" <<<"$entry" || fail "rawpipe.1's entry for $sub does not describe $option"
   done < <("$rawpipe" "$sub" --help | help_section Options | tr ',' '\n' | grep -- '^--')
 done

@@ -260,6 +260,9 @@ typedef struct rawpipe_api {
    * memory goes (to the user allocator's free, if any). Returns 0, or -1 for a NULL or unknown
    * handle or a call from a filter callback. */
   int (*destroy)(rawpipe_pipeline *p);
+  /* Why the calling thread's last failed call on p failed (per thread, like errno; "" when this
+   * thread has had no failure on p); with NULL or an unknown handle, why the last call of this
+   * thread that had no live handle failed. */
   const char *(*last_error)(const rawpipe_pipeline *p);
   int (*endpoint_id)(const rawpipe_pipeline *p, const char *name);  /* -1 when unknown */
 

@@ -32,6 +32,16 @@ namespace rawpipe {
 namespace {
 
 thread_local std::string t_api_error;  // rawpipe_get_api / create failures (no handle to hold them)
+// A handle's last error is kept per thread, as errno is: a sending thread, consumer threads and a
+// control thread call into one handle at once, and one message shared by all of them was a data
+// race on a std::string (a corrupted heap when two threads failed together).
+thread_local const rawpipe_pipeline* t_error_handle = nullptr;
+thread_local std::string t_handle_error;
+
+void set_handle_error(const rawpipe_pipeline* h, const std::string& msg) {
+  t_error_handle = h;
+  t_handle_error = msg;
+}
 
 std::mutex g_load_mu;
 LoadOptions g_load;  // guarded by g_load_mu
@@ -104,13 +114,13 @@ bool refuse_on_lcore(rawpipe_pipeline* h, const char* call) {
       "{}: called from a filter callback on lcore {}; it would wait for the lcores (or stall this one), so it is "
       "refused: call it from a control thread",
       call, lcore);
-  if (h && handle_live(h)) h->error = msg;
+  if (h && handle_live(h)) set_handle_error(h, msg);
   t_api_error = msg;
   return true;
 }
 
 int fail(rawpipe_pipeline* h, const std::string& msg) {
-  if (h) h->error = msg;
+  if (h) set_handle_error(h, msg);
   return -1;
 }
 
@@ -298,13 +308,15 @@ int api_destroy(rawpipe_pipeline* h) {
     (void)kept_pools::keep(std::move(pools));
   }
   if (h->any_epoll_fd >= 0) ::close(h->any_epoll_fd);
+  if (t_error_handle == h) t_error_handle = nullptr;
   delete h;
   kept_pools::reap_all();
   return 0;
 }
 
 const char* api_last_error(const rawpipe_pipeline* h) {
-  return h && handle_live(h) ? h->error.c_str() : t_api_error.c_str();
+  if (!h || !handle_live(h)) return t_api_error.c_str();
+  return t_error_handle == h ? t_handle_error.c_str() : "";
 }
 
 int api_endpoint_id(const rawpipe_pipeline* h, const char* name) {
@@ -358,7 +370,7 @@ int api_free_packets(rawpipe_pipeline* h, const rawpipe_packet* pkts, unsigned n
   if (!pkts && n) {
     count(g_misuse.bad_argument);
     const std::string msg = fmt::format("free_packets: the packet array is NULL but n is {}", n);
-    if (h) h->error = msg;
+    if (h) set_handle_error(h, msg);
     t_api_error = msg;
     return -1;
   }
@@ -399,7 +411,7 @@ int api_free_packets(rawpipe_pipeline* h, const rawpipe_packet* pkts, unsigned n
   if (!refused) return 0;
   const std::string msg =
       refused == 1 ? first_error : fmt::format("{} (and {} more refused; the others were freed)", first_error, refused - 1);
-  if (h) h->error = msg;
+  if (h) set_handle_error(h, msg);
   t_api_error = msg;
   return -1;
 }

@@ -25,7 +25,6 @@ struct rawpipe_pipeline {
   ~rawpipe_pipeline();
   std::unique_ptr<rawpipe::Pipeline> owned;
   rawpipe::Pipeline* pipeline = nullptr;
-  std::string error;
   std::vector<std::uint64_t> user_data;  // by endpoint
   std::vector<std::unique_ptr<rawpipe::FilterPlugin>> plugins;
   std::uint16_t next_endpoint = 0;       // poll(RAWPIPE_ANY_ENDPOINT) rotation

@@ -13,10 +13,12 @@
 #include <xdp/libxdp.h>
 
 #include <bit>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "pipeline/classify/rule.hh"
 #include "pipeline/config/section.hh"
@@ -351,6 +353,8 @@ class AfXdpPort final : public Port {
     return Status::ok();
   }
 
+  static constexpr int kBusyQueueWaitMs = 2000;
+
   Status bind_queue(XskQueue& q, std::uint16_t bind_flags) {
     xsk_socket_config sc{};
     sc.rx_size = env_.rx_ring_size;
@@ -360,6 +364,23 @@ class AfXdpPort final : public Port {
     sc.bind_flags = bind_flags;
     int err = xsk_socket__create_shared(&q.xsk, cfg_.interface.c_str(), q.device_queue, umem_, &q.rx, &q.tx,
                                         &q.fill, &q.comp, &sc);
+    // The kernel frees a closed XSK's hold on its queue asynchronously, so a bind just after an
+    // earlier socket on the same queue closed (our own refused zero-copy attempt, a previous run,
+    // testpmd) meets EBUSY for a moment; the AF_XDP maintainers' advice is to wait and retry. A
+    // queue that stays busy belongs to a live socket, and that is reported.
+    for (int waited_ms = 0; err == -EBUSY && waited_ms < kBusyQueueWaitMs; waited_ms += 20) {
+      q.xsk = nullptr;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      err = xsk_socket__create_shared(&q.xsk, cfg_.interface.c_str(), q.device_queue, umem_, &q.rx, &q.tx, &q.fill,
+                                      &q.comp, &sc);
+    }
+    if (err == -EBUSY) {
+      q.xsk = nullptr;
+      return Status::errorf("cannot bind an AF_XDP socket to {} queue {} ({}): another AF_XDP socket still holds "
+                            "that queue after {} ms (another rawpipe, testpmd or XDP program on {}?)",
+                            cfg_.interface, q.device_queue, bind_flags & XDP_ZEROCOPY ? "zero-copy" : "copy mode",
+                            kBusyQueueWaitMs, cfg_.interface);
+    }
     if (err) {
       q.xsk = nullptr;
       return Status::errorf("cannot bind an AF_XDP socket to {} queue {} ({}): {}", cfg_.interface, q.device_queue,

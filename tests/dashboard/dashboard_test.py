@@ -146,7 +146,8 @@ def main():
             if not line:
                 break
             out.append(line)
-            m = re.match(r"metrics: (http://[0-9.]+:[0-9]+)/metrics", line)
+            # After the log line's timestamp (apps/rawpipe/log.hh).
+            m = re.search(r"\bmetrics: (http://[0-9.]+:[0-9]+)/metrics", line)
             if m:
                 base = m.group(1)
         if base is None:

@@ -94,6 +94,9 @@ for config in "$src"/configs/*.toml "$src"/apps/examples/extra_client.c; do
   expect_owner "$examples/$(basename "$config")" rawpipe
 done
 expect_owner /usr/share/bash-completion/completions/rawpipe rawpipe
+expect_owner "$libdir/librawpipe-preload.so" rawpipe
+expect_owner /usr/share/doc/rawpipe/contrib/grafana/rawpipe-dashboard.json rawpipe
+expect_owner /usr/share/doc/rawpipe/contrib/prometheus/rawpipe-alerts.yml rawpipe
 expect_owner /lib/systemd/system/rawpipe@.service rawpipe
 [[ -d /etc/rawpipe ]] && ok "/etc/rawpipe exists" || fail "/etc/rawpipe (where rawpipe@NAME.service looks) is missing"
 

@@ -245,7 +245,7 @@ TEST_F(Preload, PythonMulticastReceiverGetsEveryDatagramAndTheKernelReportsTheGr
   // The peer watches for the IGMP report the kernel sends when the preloaded receiver joins.
   const fs::path dump_out = scratch_ / "dump.out", dump_err = scratch_ / "dump.err";
   pid_t dump = test::start_process({"ip", "netns", "exec", net_.peer->name(), "tcpdump", "-i", net_.veth->b().name,
-                                    "-n", "-l", "-p", "-v", "igmp"},
+                                    "-n", "-l", "-p", "-v", "--immediate-mode", "igmp"},
                                    dump_out, dump_err);
   ASSERT_GT(dump, 0);
   ASSERT_TRUE(wait_for(dump_err, "listening on")) << test::slurp(dump_err);
@@ -275,6 +275,9 @@ TEST_F(Preload, PythonMulticastReceiverGetsEveryDatagramAndTheKernelReportsTheGr
     }));
   }
   const int status = test::wait_process(pid, {.timeout = 30s});
+  // tcpdump exits on SIGINT without printing what it has not read yet: let it print the report
+  // (the kernel repeats it, and the leave follows the receiver's exit) before stopping it.
+  (void)wait_for(dump_out, kGroup, 5s);
   kill(dump, SIGINT);
   test::wait_process(dump, {.timeout = 10s});
   const std::string o = test::slurp(out), e = test::slurp(err), d = test::slurp(dump_out);

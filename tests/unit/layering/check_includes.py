@@ -47,6 +47,11 @@ def public_only_violation(root, rel, quote, target):
             if pathlib.PurePosixPath(resolved.as_posix()).is_relative_to(own):
                 return None
             return f"{resolved.as_posix()} is outside {own}/ and not a public header (rawpipe/...)"
+    # Generated at build time from a template in the including file's own folder (version_info.h
+    # from version_info.h.in): the folder's own header, written into the build directory.
+    template = root / rel.parent / (target + ".in")
+    if template.is_file() and pathlib.PurePosixPath(template.relative_to(root).as_posix()).is_relative_to(own):
+        return None
     return f"not a public header (rawpipe/...) nor a header of {own}/"
 
 
