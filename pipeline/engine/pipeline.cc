@@ -94,7 +94,25 @@ PortCaps Pipeline::port_caps(std::uint16_t id) const { return parts_->caps.at(id
 std::string_view Pipeline::port_pmd(std::uint16_t id) const { return port(id).pmd_name(); }
 PortStats Pipeline::port_stats(std::uint16_t id) const { return port(id).stats(); }
 LinkInfo Pipeline::port_link(std::uint16_t id) const { return port(id).link(); }
-std::string Pipeline::port_path_report(std::uint16_t id) const { return port(id).path_report(); }
+// The driver's own account of its path, then the capabilities the builder decided on (queues,
+// steering, dummy sends) and what they leave to software, so the reader of a run's setup lines
+// sees which offloads it relies on.
+std::string Pipeline::port_path_report(std::uint16_t id) const {
+  std::string report = port(id).path_report();
+  if (!report.empty() && !report.ends_with('\n')) report += '\n';
+  const PortCaps& c = parts_->caps.at(id);
+  report += fmt::format(
+      "port {} capabilities: rx checksums {}, {}, flow rules {}, {}, timestamps {}, transmit {}, dummy sends {}, "
+      "up to {} rx / {} tx queues",
+      port_name(id), c.rx_checksum ? "checked by the device" : "not checked by the device",
+      c.rss ? "RSS spreads flows over the queues" : "no RSS",
+      c.flow_rules ? "on the device (only the endpoints' traffic reaches the queues)"
+                   : "none (every frame of a queue reaches its lcore, classified there)",
+      c.kernel_pass ? "the kernel keeps the traffic not steered here" : "the kernel sees nothing of these queues",
+      c.timestamps ? "from the device" : "none", c.tx ? "to the wire" : "counted and freed (no wire)",
+      c.dummy_send ? "no-ops on the device" : "not offered", c.max_rx_queues, c.max_tx_queues);
+  return report;
+}
 std::vector<std::string> Pipeline::port_notices(std::uint16_t id) const { return port(id).notices(); }
 
 std::string Pipeline::pool_memory_notice(std::string_view name) const {
@@ -230,6 +248,15 @@ PipelineSnapshot Pipeline::snapshot() const {
     LcoreStats st;
     st.id = lc->plan().id;
     st.cpu = lc->plan().cpu;
+    // The lcore adds to a drop reason before the per-endpoint count of the same drop, so reading
+    // the per-endpoint counts first keeps each reason's total at or above them in the snapshot;
+    // the slow read of the switch count (/proc) comes after all counters, not between them.
+    for (std::size_t e = 0; e < s.delivered_per_endpoint.size(); ++e) {
+      s.delivered_per_endpoint[e] += c.delivered_per_endpoint[e].load();
+      s.ring_full_per_endpoint[e] += c.ring_full_per_endpoint[e].load();
+      s.transmitted_per_endpoint[e] += c.transmitted_per_endpoint[e].load();
+    }
+    for (std::size_t p = 0; p < s.transmitted_per_port.size(); ++p) s.transmitted_per_port[p] += c.transmitted_per_port[p].load();
     st.rx_packets = c.rx_packets.load();
     st.rx_bytes = c.rx_bytes.load();
     st.bursts = c.bursts.load();
@@ -239,12 +266,6 @@ PipelineSnapshot Pipeline::snapshot() const {
     for (std::size_t r = 0; r < kDropReasonCount; ++r) st.drops[r] = c.drops[r].load();
     st.involuntary_switches = run_->involuntary_switches(s.lcores.size());
     s.total.involuntary_switches += st.involuntary_switches;
-    for (std::size_t e = 0; e < s.delivered_per_endpoint.size(); ++e) {
-      s.delivered_per_endpoint[e] += c.delivered_per_endpoint[e].load();
-      s.ring_full_per_endpoint[e] += c.ring_full_per_endpoint[e].load();
-      s.transmitted_per_endpoint[e] += c.transmitted_per_endpoint[e].load();
-    }
-    for (std::size_t p = 0; p < s.transmitted_per_port.size(); ++p) s.transmitted_per_port[p] += c.transmitted_per_port[p].load();
     s.total.rx_packets += st.rx_packets;
     s.total.rx_bytes += st.rx_bytes;
     s.total.bursts += st.bursts;

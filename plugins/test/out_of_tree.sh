@@ -3,11 +3,12 @@
 # and nothing else, with whatever rawpipe.pc the environment's PKG_CONFIG_PATH (and
 # PKG_CONFIG_SYSROOT_DIR) finds: tests/install runs it against a `meson install --destdir` tree,
 # plugins/meson.build against this build's uninstalled rawpipe.pc.
-# usage: out_of_tree.sh SOURCE_ROOT CC CXX EXPECTED_INCLUDE_DIR
+# usage: out_of_tree.sh SOURCE_ROOT CC CXX EXPECTED_INCLUDE_DIR [KEEP_DIR]
 #   EXPECTED_INCLUDE_DIR: where rawpipe/filter_plugin.h must come from (checked, so that a stray
 #   rawpipe.pc or header elsewhere on the machine cannot make this pass).
+#   KEEP_DIR: the built plugins are copied there, for the caller to load them.
 set -eu
-src=$1 cc=$2 cxx=$3 expected=$4
+src=$1 cc=$2 cxx=$3 expected=$4 keep=${5:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cflags=$(pkg-config --cflags rawpipe)
@@ -28,4 +29,5 @@ done
 # The public header also compiles as C++ on its own (C++ applications use the same table).
 printf '#include <rawpipe/filter_plugin.h>\nstatic_assert(sizeof(rawpipe_api_t) > 0, "");\nint main() { return 0; }\n' > api.cc
 "$cxx" -std=c++17 -Wall -Wextra -Werror -fsyntax-only $cflags api.cc
+[ -z "$keep" ] || cp seq_gap.so sampler.so prefix_drop.so "$keep"/
 echo "built 3 plugins against $expected with: $cflags"

@@ -164,8 +164,18 @@ else
 fi
 
 # --- a filter plugin built from the installed headers alone ---
-if "$src/plugins/test/out_of_tree.sh" "$src" "$cc" "$cxx" "$dest$includedir" >"$tmp/plugin.log" 2>&1; then
+mkdir "$tmp/oot"
+if "$src/plugins/test/out_of_tree.sh" "$src" "$cc" "$cxx" "$dest$includedir" "$tmp/oot" >"$tmp/plugin.log" 2>&1; then
   ok "$(tail -n 1 "$tmp/plugin.log")"
+  # ... and the installed rawpipe runs it: loaded by path from a directory RAWPIPE_PLUGIN_PATH
+  # allows, it sees every packet of the run.
+  sed "s|^path = \"rawpipe_sampler\"|path = \"$tmp/oot/sampler.so\"|" "$plugin_config" >"$tmp/oot/run.toml"
+  if RAWPIPE_PLUGIN_PATH="$tmp/oot" LD_LIBRARY_PATH="$lib" "$app" run "$tmp/oot/run.toml" >"$tmp/oot/run.log" 2>&1 &&
+    grep -q "(sampler): seen=1000 " "$tmp/oot/run.log"; then
+    ok "the installed rawpipe runs the out-of-tree sampler.so on every packet"
+  else
+    fail "the installed rawpipe did not run the out-of-tree sampler.so: $(cat "$tmp/oot/run.log")"
+  fi
 else
   fail "out-of-tree plugin build against the installed headers: $(cat "$tmp/plugin.log")"
 fi

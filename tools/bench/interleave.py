@@ -5,6 +5,7 @@ import json
 import os
 import re
 import signal
+import sys
 import statistics
 import subprocess
 import tempfile
@@ -109,3 +110,9 @@ def median_or_none(values):
     return statistics.median(values) if values else None
 
 
+def sink_variant(text, tool):
+    """The config with every ring endpoint turned into a sink (ring_size only applies to rings)."""
+    out, n = re.subn(r'(?m)^(\s*action\s*=\s*)"ring"', r'\1"sink"', text)
+    if n == 0:
+        sys.exit(f"{tool}: the config has no endpoint with action = \"ring\"")
+    return re.sub(r"(?m)^\s*ring_size\s*=.*$", "", out)

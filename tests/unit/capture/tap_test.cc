@@ -129,6 +129,11 @@ TEST_F(Taps, TimeRotationAndMaxFiles) {
   auto v = frames(6, 80);
   for (unsigned i = 0; i < 6; ++i) {
     tap_burst(lane, &v[i], 1);
+    // Each record is in a file before the next is sent, and more than 30 ms apart from it, however
+    // late a loaded machine runs the writer thread.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (w.value()->stats().written < i + 1 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_TRUE(w.value()->stop());

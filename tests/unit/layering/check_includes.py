@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The include rules that keep the layers apart (DESIGN.md, "Layers"), checked on the source tree.
+"""The include rules that keep the layers apart (docs/library.md, "Layers inside"), checked on the source tree.
 
   apps/, plugins/, tools/, preload/  include only installed public headers ("rawpipe/...", present in
                            include/rawpipe/) and headers of their own folder (apps/rawpipe/...
