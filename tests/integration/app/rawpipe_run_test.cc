@@ -219,7 +219,9 @@ idle_sleep_us = 200
 
 TEST_F(RawpipeBinary, SigintStopsCleanly) {
   const fs::path json = tmp_ / "sigint.json";
-  ProcessOutput o = run({"run", (d_.source / "configs" / "imix-malformed.toml").string(), "--json", json.string()}, 1500);
+  // SIGINT after 3 s: setup takes most of a second under the sanitizers, and the first live line
+  // comes a second after it.
+  ProcessOutput o = run({"run", (d_.source / "configs" / "imix-malformed.toml").string(), "--json", json.string()}, 3000);
   ASSERT_EQ(o.status, 0) << o.out << o.err;
   EXPECT_NE(o.out.find("[    1.0s] pps rx "), std::string::npos) << o.out;  // one live line
   auto j = read_json(json);
