@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <cstring>
 #include <map>
 
@@ -112,11 +111,6 @@ Result<std::shared_ptr<MbufBridge>> MbufBridge::get(Pool* pool) {
 Status MbufBridge::init(Pool* pool) {
   pool_ = pool;
   region_ = pool->region();
-  if (pool->stride() != pool->buf_size())
-    return Status::errorf("pool '{}' pads its slots to {} bytes; sharing it with DPDK needs slots exactly buf_size "
-                          "({}) apart (PoolConfig::exact_stride, which the config loader sets for dpdk ports)",
-                          pool->name(), pool->stride(), pool->buf_size());
-  shift_ = static_cast<unsigned>(std::countr_zero(pool->buf_size()));
   if (pool->buf_size() - kMbufHeaderSize > UINT16_MAX)
     return Status::errorf("pool '{}': buf_size {} is too large for a DPDK buffer (at most 65536)", pool->name(),
                           pool->buf_size());
@@ -125,7 +119,7 @@ Status MbufBridge::init(Pool* pool) {
   // it. The IOVA of each page: the virtual address in IOVA-as-VA mode, the physical address of each
   // hugepage in PA mode; 4 KiB anonymous pages in PA mode can move, so no device may DMA to them.
   page_size_ = pool->on_hugepages() ? (2u << 20) : static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  region_len_ = std::size_t(pool->count()) * pool->buf_size();
+  region_len_ = std::size_t(pool->count()) * pool->stride();
   region_len_ = (region_len_ + page_size_ - 1) / page_size_ * page_size_;
   if (region_len_ > pool->region_bytes()) {
     dma_problem_ = fmt::format("pool '{}' does not end on a page boundary, so it cannot be registered with DPDK",

@@ -6,7 +6,10 @@
 // rawpipe Pool. Each slot has one DPDK "shadow" rte_mbuf, kept in DPDK memory and bound to the slot
 // for life as a pinned external buffer: buf_addr is the byte after the slot's 128-byte rawpipe
 // header, so DPDK's default 128-byte headroom puts packet data exactly where rawpipe's own
-// data_off (header + headroom) expects it. rawpipe's Mbuf header and layout stay untouched.
+// data_off (header + headroom) expects it, and buf_addr minus the header is the slot. DPDK never
+// moves a pinned buffer's buf_addr, so the slots may be padded apart like any pool's (a stride of
+// exactly 2048 would put every slot's header line in the same two L1 sets).
+// rawpipe's Mbuf header and layout stay untouched.
 //
 // The rule that makes the two views agree: a shadow is in use by DPDK only while DPDK owns its
 // slot (after dequeue until the slot is received, or after transmit until the driver frees it);
@@ -47,14 +50,12 @@ class MbufBridge {
   Pool* pool() const noexcept { return pool_; }
 
   // The slot whose data a shadow mbuf describes.
-  Mbuf* slot_of(const rte_mbuf* m) const noexcept {
-    std::size_t off = static_cast<const std::uint8_t*>(m->buf_addr) - region_;
-    return reinterpret_cast<Mbuf*>(region_ + ((off >> shift_) << shift_));
+  static Mbuf* slot_of(const rte_mbuf* m) noexcept {
+    return reinterpret_cast<Mbuf*>(static_cast<std::uint8_t*>(m->buf_addr) - kMbufHeaderSize);
   }
   rte_mbuf* shadow_of(const Mbuf* slot) const noexcept { return shadows_[slot->index]; }
   rte_mbuf* const* shadows() const noexcept { return shadows_.data(); }
   std::uint8_t* region() const noexcept { return region_; }
-  unsigned shift() const noexcept { return shift_; }
 
   // Makes the pool reachable by a physical device's DMA (rte_dev_dma_map over the registered
   // external memory). Virtual devices need nothing. The error says why zero-copy is impossible.
@@ -75,7 +76,6 @@ class MbufBridge {
   Pool* pool_ = nullptr;
   std::uint8_t* region_ = nullptr;
   std::size_t region_len_ = 0;
-  unsigned shift_ = 0;
   rte_mempool* mp_ = nullptr;
   std::vector<rte_mbuf*> shadows_;
   std::vector<std::uint64_t> page_iova_;  // per page of the region; empty when unknown

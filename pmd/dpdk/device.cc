@@ -53,8 +53,6 @@ class DpdkSpec final : public PortSpec {
 
   Result<std::unique_ptr<Port>> open(const PortEnv& env) const override;
   std::uint16_t max_rx_queues() const override { return RTE_MAX_QUEUES_PER_PORT; }
-  // The zero-copy bridge maps an rte_mbuf back to its slot with a shift.
-  bool needs_exact_pool_stride() const override { return buffers != BufferMode::kCopy; }
   // The ethdev's name (devargs before the first ','). A vdev ("net_...") is created by this
   // process's EAL, so two processes each have their own; a bus device (PCI) is the host's.
   ClaimedQueues claimed_queues() const override {
@@ -263,8 +261,6 @@ Status DpdkPort::configure() {
     rq.rp_port = env_.port_id;
     rq.mp = mp;
     rq.pool = env_.pool;
-    rq.region = bridge_ ? bridge_->region() : nullptr;
-    rq.shift = bridge_ ? bridge_->shift() : 0;
   }
   for (std::uint16_t q = 0; q < env_.tx_queues; ++q) {
     if (int rc = rte_eth_tx_queue_setup(pid, q, nb_txd, socket, nullptr); rc != 0)

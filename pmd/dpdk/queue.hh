@@ -33,8 +33,6 @@ struct alignas(kFalseSharingRange) DpdkRxQueue {
   std::uint16_t rp_port = 0;       // rawpipe port id, stamped on every buffer
   rte_mempool* mp = nullptr;       // the mempool the queue was set up with
   Pool* pool = nullptr;            // rawpipe pool receive buffers end up in
-  std::uint8_t* region = nullptr;  // zero-copy: the pool's region, to find a shadow's slot
-  unsigned shift = 0;              // zero-copy: log2(buf_size)
 
   std::atomic<std::uint64_t> packets{0};
   std::atomic<std::uint64_t> bytes{0};

@@ -4,6 +4,7 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 
+#include "pmd/dpdk/bridge.hh"
 #include "pmd/dpdk/queue.hh"
 
 namespace rawpipe::dpdk {
@@ -77,8 +78,7 @@ std::uint16_t rx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noex
     if (RAWPIPE_LIKELY(m->pool == q->mp && m->nb_segs == 1)) {
       // The shadow's data lies inside its slot: the slot is the packet, no copy. The slot's header
       // was reset when the driver took it from the mempool.
-      const std::size_t off = static_cast<std::uint8_t*>(m->buf_addr) - q->region;
-      s = reinterpret_cast<Mbuf*>(q->region + ((off >> q->shift) << q->shift));
+      s = MbufBridge::slot_of(m);
       s->data_off = kMbufHeaderSize + m->data_off;
       s->data_len = m->data_len;
       take_offload_facts(s, m);
