@@ -51,6 +51,7 @@ void Dispatcher::deliver_run(std::uint16_t d, Mbuf** run, unsigned k, Mbuf** to_
       done = r.ring->enqueue_burst(run, k);
       fail = DropReason::kEndpointRingFull;
       if (r.wake && done) r.wake->after_enqueue();
+      r.ring->write_ahead(k);  // the next run to this endpoint is likely as long
     } else {
       // Sink: delivered, then freed here.
       for (unsigned j = 0; j < k; ++j) to_free[n_free++] = run[j];

@@ -10,10 +10,13 @@
 // Lost wake-ups are excluded as in a futex or io_uring's SQ wake-up:
 //   consumer (arm):                      lcore (after enqueue, when enabled):
 //     armed = true                         enqueue (ring tail, release)
-//     fence(seq_cst)            (F1)       fence(seq_cst)                (F2)
+//     fence                     (F1)       fence                         (F2)
 //     ring empty? -> sleep                 armed? -> armed = false, write(fd)
 // F1 and F2 order each side's store before its load: the consumer sees the packets, or the lcore
-// sees the flag (or both; a spare wake-up is harmless, the consumer re-checks).
+// sees the flag (or both; a spare wake-up is harmless, the consumer re-checks). Where the kernel
+// allows it the pair is asymmetric (membarrier.hh): F2, on every delivered run, is a compiler
+// barrier and F1, once per sleep, is membarrier(2), which runs a full barrier on the lcore's CPU.
+// Otherwise both are sequentially consistent fences.
 #pragma once
 
 #include <unistd.h>
@@ -38,7 +41,12 @@ struct alignas(kFalseSharingRange) EndpointWake {
     // Relaxed: set once by the consumer before it first arms; a late sight only delays the
     // lcore's first look by one run, before the consumer could have slept.
     if (!enabled.load(std::memory_order_relaxed)) [[likely]] return;
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // F2, pairs with F1 in arm
+    // F2, pairs with F1 in wake_arm. Relaxed: `asymmetric` is set before the lcores start and
+    // only ever cleared, after which the consumer does not sleep until the lcores see it.
+    if (asymmetric.load(std::memory_order_relaxed)) [[likely]]
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+    else
+      std::atomic_thread_fence(std::memory_order_seq_cst);
     if (!armed.load(std::memory_order_relaxed)) return;
     if (!armed.exchange(false, std::memory_order_acq_rel)) return;  // another lcore woke it
     // Counted before the write: the consumer it wakes may read the statistic at once, and must
@@ -51,6 +59,7 @@ struct alignas(kFalseSharingRange) EndpointWake {
 
   std::atomic<bool> enabled{false};      // the consumer has the descriptor (fd is valid)
   std::atomic<bool> armed{false};        // the consumer is about to sleep on fd
+  std::atomic<bool> asymmetric{false};   // F1 is membarrier(2), F2 a compiler barrier
   int fd = -1;                           // eventfd (EFD_NONBLOCK | EFD_CLOEXEC)
   std::atomic<std::uint64_t> wakeups{0}; // eventfd writes made (statistic)
 };

@@ -93,7 +93,10 @@ class EndpointQueues {
     if (endpoint < rings_.size() && rings_[endpoint]) {
       EndpointRings& r = *rings_[endpoint];
       if (lock_consumer(r.busy)) {
-        if (!r.closed) queued = r.returns[r.last]->enqueue_burst(bufs, n);
+        if (!r.closed) {
+          queued = r.returns[r.last]->enqueue_burst(bufs, n);
+          r.returns[r.last]->write_ahead(n);
+        }
         unlock_consumer(r.busy);
       }
     }

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "pipeline/dispatch/membarrier.hh"
 #include "pipeline/dispatch/wake.hh"
 #include "rawpipe/endpoint_wait.hh"
 #include "rawpipe/pipeline.hh"
@@ -28,7 +29,19 @@ bool wake_arm(EndpointWake& w, const Pipeline& p, std::uint16_t endpoint) {
   while (::read(w.fd, &drained, sizeof drained) == sizeof drained) {
   }
   w.armed.store(true, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_seq_cst);  // F1, pairs with F2 in after_enqueue
+  // F1, pairs with F2 in after_enqueue (pipeline/dispatch/wake.hh).
+  if (w.asymmetric.load(std::memory_order_relaxed)) {
+    if (!membarrier_private()) {
+      // Never seen once registered; should it happen, both sides go back to full fences. The
+      // lcores may still skip theirs for a run or two, so look again instead of sleeping now.
+      w.asymmetric.store(false, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      w.armed.store(false, std::memory_order_relaxed);
+      return true;
+    }
+  } else {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
   if (p.endpoint_queued(endpoint) == 0) return false;
   w.armed.store(false, std::memory_order_relaxed);
   return true;

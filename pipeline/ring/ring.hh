@@ -85,6 +85,22 @@ class Ring {
     static_assert(kCons == Sync::kSingle, "the consumer-side cache is single-consumer state");
     return cons_.cached_prod - cons_.head.load(std::memory_order_relaxed);
   }
+  // Single producer: asks, for writing, for the slot lines the next `slots` enqueues will fill,
+  // as far as they are known to be free (the consumer's last seen tail), without loading anything.
+  // The consumer read those lines last, so they sit in its core's cache: asked for now, they move
+  // while the producer does other work, instead of stalling its next enqueue (or a fence after it).
+  void write_ahead(unsigned slots) noexcept {
+    static_assert(kProd == Sync::kSingle, "the producer-side cache is single-producer state");
+    constexpr std::uint32_t kPerLine = kCacheLine / sizeof(T) ? kCacheLine / sizeof(T) : 1;
+    const std::uint32_t head = prod_.head.load(std::memory_order_relaxed);
+    const std::uint32_t free_slots = capacity() - (head - prod_.cached_cons);
+    const std::uint32_t n = slots < free_slots ? slots : free_slots;
+    for (std::uint32_t off = 0; off < n;) {
+      const std::uint32_t idx = (head + off) & mask_;
+      prefetchw(&slots_[idx]);
+      off += kPerLine - idx % kPerLine;
+    }
+  }
   void read_ahead(unsigned lines) noexcept {
     static_assert(kCons == Sync::kSingle, "the consumer-side cache is single-consumer state");
     constexpr std::uint32_t kPerLine = kCacheLine / sizeof(T) ? kCacheLine / sizeof(T) : 1;
