@@ -18,6 +18,7 @@
 #include "pipeline/buf/pool.hh"
 #include "pipeline/port/driver.hh"
 #include "pipeline/port/port.hh"
+#include "rawpipe/instance_lock.hh"
 
 namespace rawpipe {
 
@@ -38,6 +39,8 @@ std::string where(const SourceLocation& w) {
 }  // namespace
 
 struct TrafficGenerator::Impl {
+  // Declared first, released last: the queues and CPU stay claimed until the ports are closed.
+  ops::InstanceLocks locks;
   GeneratorOptions options;
   std::string source_pmd, target_pmd;
   std::vector<std::unique_ptr<Pool>> pools;  // outlive the ports (declared first, destroyed last)
@@ -171,6 +174,20 @@ Result<std::unique_ptr<TrafficGenerator>> TrafficGenerator::create(const Plan& p
                           where(dst->where), dst->name, dst->tx_queues, o.target_queue, o.target_queue + 1);
   impl->source_pmd = src->pmd;
   impl->target_pmd = dst->pmd;
+
+  // The same claims a run makes, before any port opens: a second gen or a run on the same
+  // interface queue or CPU is refused with this one's pid and config, and this one never steps on
+  // a pipeline that got there first.
+  Plan claimed;
+  claimed.ports = {*src, *dst};
+  if (o.cpu >= 0) {
+    LcorePlan sender;
+    sender.cpu = o.cpu;
+    claimed.lcores.push_back(sender);
+  }
+  auto locks = ops::take_instance_locks(claimed, plan.source.empty() ? std::string("rawpipe gen") : plan.source);
+  if (!locks) return locks.status();
+  impl->locks = std::move(locks).value();
 
   // Only the pools these two ports use.
   auto pool_of = [&](const PortPlan& pp) -> Result<Pool*> {

@@ -10,6 +10,7 @@
 #include <net/if.h>
 #include <nlohmann/json.hpp>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +19,9 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
+
+#include <fmt/format.h>
 
 #include "tests/support/build_tree.hh"
 #include "tests/support/netns.hh"
@@ -178,6 +182,44 @@ TEST_F(RawpipeGen, RefusesWhatItCannotDo) {
   o = run({"gen", cfg.string(), "--port", "synth0"});
   EXPECT_EQ(o.status, 1);
   EXPECT_NE(o.err.find("cannot be both the frame source and the transmit port"), std::string::npos) << o.err;
+}
+
+// gen claims its ports' queues and its CPU as a run does: while one gen sends pinned to a CPU, a
+// run with an lcore there and a second gen on that CPU are refused naming the first, which goes on
+// sending; once it stops, the CPU is free again.
+TEST_F(RawpipeGen, ClaimsItsCpuAsARunDoes) {
+  // Other tests of the suite take CPU 0 too; these locks live in the test's own directory.
+  setenv("RAWPIPE_LOCK_DIR", (tmp_ / "locks").c_str(), 1);
+  const fs::path cfg = write("held.toml", "[[pools]]\nname = \"p\"\ncount = 4096\n[[ports]]\nname = \"synth0\"\npmd = \"synth\"\n"
+                                          "pool = \"p\"\n[[ports]]\nname = \"m\"\npmd = \"mlx5-model\"\npool = \"p\"\n"
+                                          "[[lcores]]\ncpu = 0\nrx = [\"synth0:0\", \"m:0\"]\n");
+  const fs::path first_out = tmp_ / "first.out", first_err = tmp_ / "first.err";
+  // 1000 pps for a million frames: it sends until the test stops it.
+  const pid_t first = start_process({bin_.string(), "gen", cfg.string(), "--port", "m", "--rate", "1000", "--count",
+                                     "1000000", "--cpu", "0"},
+                                    first_out, first_err);
+  ASSERT_GT(first, 0);
+  for (int i = 0; i < 200 && slurp(first_out).find("gen: ") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_NE(slurp(first_out).find("gen: "), std::string::npos) << slurp(first_out) << slurp(first_err);
+
+  const std::string holder = fmt::format("CPU 0 (lcore 0) is already used by another pipeline: pid {} running {}", first,
+                                         cfg.string());
+  ProcessOutput second = run({"gen", cfg.string(), "--port", "m", "--count", "10", "--cpu", "0"});
+  EXPECT_EQ(second.status, 1) << second.out << second.err;
+  EXPECT_NE(second.err.find(holder), std::string::npos) << second.err;
+  const fs::path run_cfg = write("run.toml", "[run]\nduration = 1\n[[pools]]\nname = \"p\"\n[[ports]]\nname = \"s\"\n"
+                                             "pmd = \"synth\"\npool = \"p\"\npackets = 10\n[[lcores]]\ncpu = 0\nrx = [\"s:0\"]\n");
+  ProcessOutput run_refused = run({"run", run_cfg.string()});
+  EXPECT_EQ(run_refused.status, 1) << run_refused.out << run_refused.err;
+  EXPECT_NE(run_refused.err.find(holder), std::string::npos) << run_refused.err;
+
+  EXPECT_EQ(kill(first, 0), 0) << "the first gen died: " << slurp(first_err);
+  kill(first, SIGINT);
+  EXPECT_EQ(wait_process(first, {.timeout = std::chrono::seconds(20)}), 0) << slurp(first_out) << slurp(first_err);
+  ProcessOutput after = run({"gen", cfg.string(), "--port", "m", "--count", "10", "--cpu", "0"});
+  EXPECT_EQ(after.status, 0) << after.out << after.err;
+  unsetenv("RAWPIPE_LOCK_DIR");
 }
 
 // Over a veth pair: gen's af_packet port in one namespace, a kernel AF_PACKET socket counting
