@@ -19,6 +19,17 @@ namespace rawpipe {
 class Pipeline;
 
 RAWPIPE_API Result<int> endpoint_wait_fd(Pipeline& pipeline, std::uint16_t endpoint);
+
+// How the lcores and the consumer order a wake-up (docs/consumer-wait.md has the argument).
+//   kFull       a full fence on both sides: each delivered run costs the lcores an mfence, each
+//               arm is cheap. For a consumer that sleeps after most messages (latency).
+//   kRareSleep  the lcores pay a compiler barrier per delivered run; each arm costs a
+//               membarrier(2) that interrupts the CPUs of the process's running threads, the
+//               lcores among them. For a consumer that sleeps only when traffic stops
+//               (throughput). Falls back to kFull where the kernel refuses membarrier.
+// Decided by the call that creates the descriptor; later calls return it as it is.
+enum class WakeFence : std::uint8_t { kFull, kRareSleep };
+RAWPIPE_API Result<int> endpoint_wait_fd(Pipeline& pipeline, std::uint16_t endpoint, WakeFence fence);
 RAWPIPE_API Result<bool> endpoint_arm(Pipeline& pipeline, std::uint16_t endpoint);
 
 }  // namespace rawpipe

@@ -13,10 +13,10 @@
 //     fence                     (F1)       fence                         (F2)
 //     ring empty? -> sleep                 armed? -> armed = false, write(fd)
 // F1 and F2 order each side's store before its load: the consumer sees the packets, or the lcore
-// sees the flag (or both; a spare wake-up is harmless, the consumer re-checks). Where the kernel
-// allows it the pair is asymmetric (membarrier.hh): F2, on every delivered run, is a compiler
-// barrier and F1, once per sleep, is membarrier(2), which runs a full barrier on the lcore's CPU.
-// Otherwise both are sequentially consistent fences.
+// sees the flag (or both; a spare wake-up is harmless, the consumer re-checks). Both are
+// sequentially consistent fences, unless the consumer asked for WakeFence::kRareSleep and the
+// kernel allows it: then F2, on every delivered run, is a compiler barrier and F1, once per
+// sleep, is membarrier(2), which runs a full barrier on the lcores' CPUs (membarrier.hh).
 #pragma once
 
 #include <unistd.h>
@@ -41,8 +41,9 @@ struct alignas(kFalseSharingRange) EndpointWake {
     // Relaxed: set once by the consumer before it first arms; a late sight only delays the
     // lcore's first look by one run, before the consumer could have slept.
     if (!enabled.load(std::memory_order_relaxed)) [[likely]] return;
-    // F2, pairs with F1 in wake_arm. Relaxed: `asymmetric` is set before the lcores start and
-    // only ever cleared, after which the consumer does not sleep until the lcores see it.
+    // F2, pairs with F1 in wake_arm. Relaxed: `asymmetric` is set before `enabled` (a stale
+    // false only costs a full fence, which pairs with either F1) and only ever cleared after
+    // that, when the consumer does not sleep until the lcores see it.
     if (asymmetric.load(std::memory_order_relaxed)) [[likely]]
       std::atomic_signal_fence(std::memory_order_seq_cst);
     else
@@ -59,7 +60,7 @@ struct alignas(kFalseSharingRange) EndpointWake {
 
   std::atomic<bool> enabled{false};      // the consumer has the descriptor (fd is valid)
   std::atomic<bool> armed{false};        // the consumer is about to sleep on fd
-  std::atomic<bool> asymmetric{false};   // F1 is membarrier(2), F2 a compiler barrier
+  std::atomic<bool> asymmetric{false};   // F1 is membarrier(2), F2 a compiler barrier (WakeFence::kRareSleep)
   int fd = -1;                           // eventfd (EFD_NONBLOCK | EFD_CLOEXEC)
   std::atomic<std::uint64_t> wakeups{0}; // eventfd writes made (statistic)
 };

@@ -2,7 +2,6 @@
 
 #include <thread>
 
-#include "pipeline/dispatch/membarrier.hh"
 #include "rawpipe/compiler.hh"
 
 namespace rawpipe {
@@ -17,8 +16,6 @@ std::string where(const SourceLocation& w) {
 
 Result<std::unique_ptr<EndpointQueues>> EndpointQueues::create(const Plan& plan) {
   auto q = std::make_unique<EndpointQueues>();
-  // Once per pipeline rather than per process: a child after fork() must register again.
-  const bool asymmetric = membarrier_register();
   q->rings_.resize(plan.endpoints.size());
   q->wakes_.resize(plan.endpoints.size());
   for (const EndpointPlan& ep : plan.endpoints) {
@@ -36,7 +33,6 @@ Result<std::unique_ptr<EndpointQueues>> EndpointQueues::create(const Plan& plan)
     }
     q->rings_[ep.id] = std::move(r);
     q->wakes_[ep.id] = std::make_unique<EndpointWake>();
-    q->wakes_[ep.id]->asymmetric.store(asymmetric, std::memory_order_relaxed);
   }
   return q;
 }

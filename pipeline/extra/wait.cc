@@ -14,11 +14,15 @@
 
 namespace rawpipe {
 
-Result<int> wake_fd(EndpointWake& w) {
+Result<int> wake_fd(EndpointWake& w, bool asymmetric) {
   if (w.fd >= 0) return w.fd;
   const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (fd < 0) return Status::errorf("eventfd: {}", std::strerror(errno));
   w.fd = fd;
+  // Before `enabled`: an lcore that still sees asymmetric false runs a full fence, which pairs
+  // with either kind of F1. Registration belongs to the address space, so it is asked for here
+  // (control path, idempotent) rather than once per process: a child after fork() needs its own.
+  if (asymmetric && membarrier_register()) w.asymmetric.store(true, std::memory_order_relaxed);
   // Release: an lcore that sees enabled sees fd.
   w.enabled.store(true, std::memory_order_release);
   return fd;
@@ -62,6 +66,13 @@ Result<int> endpoint_wait_fd(Pipeline& pipeline, std::uint16_t endpoint) {
   if (!w)
     return Status::errorf("endpoint {} is not a ring endpoint: only a ring has a consumer to wake", endpoint);
   return wake_fd(*w);
+}
+
+Result<int> endpoint_wait_fd(Pipeline& pipeline, std::uint16_t endpoint, WakeFence fence) {
+  EndpointWake* w = pipeline.endpoint_wake(endpoint);
+  if (!w)
+    return Status::errorf("endpoint {} is not a ring endpoint: only a ring has a consumer to wake", endpoint);
+  return wake_fd(*w, fence == WakeFence::kRareSleep);
 }
 
 Result<bool> endpoint_arm(Pipeline& pipeline, std::uint16_t endpoint) {

@@ -12,7 +12,9 @@ class Pipeline;
 struct EndpointWake;
 
 // The endpoint's eventfd, created on first use (the lcores start looking at the flag then).
-Result<int> wake_fd(EndpointWake& w);
+// `asymmetric`: membarrier on arming instead of a fence per delivered run (WakeFence::kRareSleep),
+// decided by the call that creates the descriptor.
+Result<int> wake_fd(EndpointWake& w, bool asymmetric = false);
 // Prepares to sleep: clears the eventfd, arms it, and re-checks the endpoint's rings. Returns
 // true when packets are already waiting (disarmed again: do not sleep), false when armed.
 bool wake_arm(EndpointWake& w, const Pipeline& p, std::uint16_t endpoint);

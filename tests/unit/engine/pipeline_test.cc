@@ -10,6 +10,8 @@
 #include <chrono>
 #include <thread>
 
+#include "pipeline/dispatch/membarrier.hh"
+#include "pipeline/dispatch/wake.hh"
 #include "pipeline/neigh/stage.hh"
 #include "rawpipe/endpoint_wait.hh"
 #include "pipeline/wire/wire.hh"
@@ -202,8 +204,9 @@ TEST(Pipeline, PacketsLeftInRingsAtStopAreDrainedAndFreed) {
 }
 
 // The C++ wait calls (rawpipe/endpoint_wait.hh): misuse is an error, arming with packets queued
-// says "receive, do not sleep", and an armed descriptor becomes readable when packets come.
-TEST(Pipeline, RingConsumerWaitsOnTheEndpointDescriptor) {
+// says "receive, do not sleep", and an armed descriptor becomes readable when packets come, with
+// either kind of fence (kRareSleep arms with membarrier where the kernel has it).
+void ring_consumer_waits(WakeFence fence) {
   TestPortConfig cfg;
   cfg.rx_frames = {{udp_frame("10.0.0.7", 1, "10.0.0.1", 5000)}};
   cfg.repeat = 10;
@@ -219,9 +222,10 @@ TEST(Pipeline, RingConsumerWaitsOnTheEndpointDescriptor) {
   auto early = endpoint_arm(*p, 0);
   ASSERT_FALSE(early);
   EXPECT_NE(early.message().find("endpoint_wait_fd first"), std::string::npos) << early.message();
-  auto fd = endpoint_wait_fd(*p, 0);
+  auto fd = endpoint_wait_fd(*p, 0, fence);
   ASSERT_TRUE(fd) << fd.message();
   EXPECT_EQ(endpoint_wait_fd(*p, 0).value(), fd.value());  // one descriptor per endpoint
+  EXPECT_EQ(p->endpoint_wake(0)->asymmetric.load(), fence == WakeFence::kRareSleep && membarrier_register());
   auto armed = endpoint_arm(*p, 0);
   ASSERT_TRUE(armed) << armed.message();
   EXPECT_FALSE(armed.value());  // nothing queued yet: sleep
@@ -238,6 +242,9 @@ TEST(Pipeline, RingConsumerWaitsOnTheEndpointDescriptor) {
   ASSERT_TRUE(p->stop());
   EXPECT_TRUE(p->accounting().balanced());
 }
+
+TEST(Pipeline, RingConsumerWaitsOnTheEndpointDescriptor) { ring_consumer_waits(WakeFence::kFull); }
+TEST(Pipeline, RingConsumerWaitsWithMembarrier) { ring_consumer_waits(WakeFence::kRareSleep); }
 
 TEST(Pipeline, TwoLcoresOnTwoQueuesKeepPerLcoreCountsAndShareARingEndpoint) {
   std::vector<Frame> q0, q1;
