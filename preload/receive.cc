@@ -20,7 +20,10 @@ std::int64_t now_ns() {
 // The next packet of the slot into *pkt, from the stash first. The caller is the consumer.
 bool take(Runtime& rt, Slot& s, rawpipe_packet* pkt, bool keep) {
   if (!s.has_stash) {
-    if (rt.api->recvfrom_zcopy(rt.pipeline, s.endpoint, &s.stash, 1) != 1) return false;
+    // Empty: in no-lcore mode this thread runs a pass of the pipeline and looks again.
+    if (rt.api->recvfrom_zcopy(rt.pipeline, s.endpoint, &s.stash, 1) != 1 &&
+        !(drive(rt) && rt.api->recvfrom_zcopy(rt.pipeline, s.endpoint, &s.stash, 1) == 1))
+      return false;
     s.has_stash = true;
   }
   *pkt = s.stash;
@@ -90,6 +93,15 @@ ssize_t copy_out(Runtime& rt, Slot& s, const rawpipe_packet& pkt, const iovec* i
 
 }  // namespace
 
+int sleep_on(Runtime& rt, int fd, int wait_ms) {
+  pollfd pfd[1 + kMaxQueueFds];
+  pfd[0] = {fd, POLLIN, 0};
+  nfds_t n = 1;
+  if (rt.drive)
+    for (int i = 0; i < rt.n_queue_fds; ++i) pfd[n++] = {rt.queue_fds[i], POLLIN, 0};
+  return libc().poll(pfd, n, capped_wait_ms(rt, wait_ms));
+}
+
 bool offloaded_ready(Slot& s, std::uint32_t gen, int* len) {
   Runtime* rt = running();
   if (!rt || !consumer_enter(s, gen)) return false;
@@ -145,8 +157,7 @@ ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msgh
       }
       wait_ms = static_cast<int>(left / 1000000 + 1);
     }
-    pollfd pfd{s.wake_fd, POLLIN, 0};
-    const int r = libc().poll(&pfd, 1, wait_ms);
+    const int r = sleep_on(*rt, s.wake_fd, wait_ms);
     if (r < 0 && errno == EINTR) return -1;  // a signal interrupts a blocking receive, as in the kernel
     if (s.gen.load(std::memory_order_acquire) != gen) {
       errno = EBADF;

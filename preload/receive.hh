@@ -15,6 +15,10 @@ namespace rawpipe::preload {
 // EAGAIN after SO_RCVTIMEO). msg may be null (then no name, no control, no flags out).
 ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msghdr* msg);
 
+// Sleeps until fd is readable or wait_ms (-1: no limit) passes; in no-lcore mode also until the
+// port's queues have packets (the caller then runs a pass). poll's result.
+int sleep_on(Runtime& rt, int fd, int wait_ms);
+
 // Whether a datagram is waiting (takes it into the stash without consuming it). Sets *len to its
 // payload length when one is.
 bool offloaded_ready(Slot& s, std::uint32_t gen, int* len);

@@ -149,6 +149,15 @@ bool build_config(Control& c, std::string* text, std::string* why) {
     s << in.rdbuf();
     *text = s.str() + "\n";
   } else if (ifname && *ifname) {
+    bool no_lcore = false;
+    if (const char* lcore = std::getenv("RAWPIPE_LCORE"); lcore && *lcore) {
+      no_lcore = std::strcmp(lcore, "none") == 0;
+      if (!no_lcore && std::strcmp(lcore, "thread") != 0) {
+        *why = std::string("RAWPIPE_LCORE is \"") + lcore + "\"; expected \"thread\" (one lcore thread polls the port) or "
+               "\"none\" (the application's threads poll it while they wait)";
+        return false;
+      }
+    }
     c.interface = ifname;
     if (if_nametoindex(ifname) == 0) {
       *why = std::string("RAWPIPE_INTERFACE ") + ifname + " is not an interface here";
@@ -172,7 +181,8 @@ bool build_config(Control& c, std::string* text, std::string* why) {
             pmd + "\"\ninterface = \"" + c.interface + "\"\n" + (addrs.empty() || pmd != "af_packet" ? "" : "addresses = [" + addrs + "]\n") +
             // TPACKET_V2 hands frames over one at a time: V3's block timeout would add its
             // latency to every datagram of a ping-pong.
-            (pmd == "af_packet" ? "tpacket_version = 2\n" : "") + "[[lcores]]\nrx = [\"p0:0\"]\n";
+            (pmd == "af_packet" ? "tpacket_version = 2\n" : "") + "[[lcores]]\nrx = [\"p0:0\"]\n" +
+            (no_lcore ? "thread = false\n" : "");
   } else {
     *why = "neither RAWPIPE_INTERFACE nor RAWPIPE_CONFIG is set (rawpipe exec --interface IF or --config FILE)";
     return false;
@@ -269,6 +279,13 @@ bool start_locked(Control& c) {
     s.wake_fd = fd;
   }
   rt.n_slots = n;
+  if (api->caps & RAWPIPE_CAP_PROGRESS) {
+    // Threadless lcores give their queues' descriptors (0: every lcore has a thread).
+    const int q = api->progress_fds(p, rt.queue_fds, kMaxQueueFds);
+    rt.drive = q != 0;
+    rt.n_queue_fds = q > kMaxQueueFds ? -1 : q;
+    if (q < 0) note(std::string("no lcore: ") + api->last_error(p) + "; waiting threads wake every millisecond to poll");
+  }
   c.state = State::kRunning;
   g_running.store(&rt, std::memory_order_release);
   std::atexit(shutdown_at_exit);

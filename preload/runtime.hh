@@ -73,13 +73,34 @@ struct Slot {
   std::atomic<std::uint64_t> tx_packets{0}, tx_kernel{0};
 };
 
+inline constexpr int kMaxQueueFds = 16;
+
 struct Runtime {
   const rawpipe_api_t* api = nullptr;
   rawpipe_pipeline* pipeline = nullptr;
   std::uint16_t port = 0;
   unsigned n_slots = 0;
+  // "No lcore" mode (RAWPIPE_LCORE=none, or a config whose lcores have thread = false): no
+  // thread polls the port; a thread that waits for a socket runs the pipeline's passes itself
+  // (progress) and, once its spin budget is spent, sleeps on the port's queues as well as on
+  // its sockets. Fixed at start.
+  bool drive = false;
+  int n_queue_fds = 0;                 // -1: a queue has no descriptor: sleep 1 ms at most
+  int queue_fds[kMaxQueueFds] = {};
   Slot slots[kMaxSlots];
 };
+
+// No-lcore mode: runs one pass of the pipeline on the calling thread when no other thread is
+// running it. Returns whether packets arrived (then look at the rings again). Nothing otherwise.
+inline bool drive(Runtime& rt) { return rt.drive && rt.api->progress(rt.pipeline) > 0; }
+// The longest a kernel wait may sleep in no-lcore mode: -1 (no limit) when the queues' own
+// descriptors are in the wait, else 1 ms, so that a pass runs at least that often.
+inline int drive_nap_ms(const Runtime& rt) { return rt.drive && rt.n_queue_fds < 0 ? 1 : -1; }
+// Caps a poll timeout (ms, -1 for none) by drive_nap_ms.
+inline int capped_wait_ms(const Runtime& rt, int wait_ms) {
+  const int nap = drive_nap_ms(rt);
+  return nap >= 0 && (wait_ms < 0 || wait_ms > nap) ? nap : wait_ms;
+}
 
 // The runtime, or nullptr when nothing is offloaded in this process (yet, or at all).
 Runtime* running();

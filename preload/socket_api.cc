@@ -10,6 +10,7 @@
 
 #include "preload/fd_table.hh"
 #include "preload/libc.hh"
+#include "preload/receive.hh"
 #include "preload/runtime.hh"
 #include "rawpipe/socket_extra.h"
 
@@ -61,7 +62,8 @@ int sa_recvfrom_zcopy(int fd, rawpipe_packet* pkts, unsigned max, int flags) {
       pkts[n++] = s->stash;
       s->has_stash = false;
     }
-    const int k = rt->api->recvfrom_zcopy(rt->pipeline, s->endpoint, pkts + n, max - n);
+    int k = rt->api->recvfrom_zcopy(rt->pipeline, s->endpoint, pkts + n, max - n);
+    if (k == 0 && n == 0 && drive(*rt)) k = rt->api->recvfrom_zcopy(rt->pipeline, s->endpoint, pkts, max);
     if (k > 0) n += static_cast<unsigned>(k);
     const int ready = n ? 1 : rt->api->arm_fd(rt->pipeline, s->endpoint);
     consumer_leave(*s);
@@ -74,8 +76,7 @@ int sa_recvfrom_zcopy(int fd, rawpipe_packet* pkts, unsigned max, int flags) {
       errno = EAGAIN;
       return -1;
     }
-    pollfd p{s->wake_fd, POLLIN, 0};
-    if (libc().poll(&p, 1, -1) < 0 && errno == EINTR) return -1;
+    if (sleep_on(*rt, s->wake_fd, -1) < 0 && errno == EINTR) return -1;
   }
 }
 

@@ -19,6 +19,27 @@ namespace {
 
 std::mutex g_epoll_mu;  // control path: epoll_ctl of offloaded sockets, epoll close
 
+// No-lcore mode: the port's queue descriptors sit in every epoll set that holds an offloaded
+// socket, with one of these addresses as their data; such an event only says "run a pass".
+char g_queue_marker[kMaxQueueFds];
+
+bool is_queue_marker(const void* ptr) {
+  const auto* p = static_cast<const char*>(ptr);
+  return p >= g_queue_marker && p < g_queue_marker + kMaxQueueFds;
+}
+
+// The queues join a set with its first offloaded socket and leave it with its last (a set may
+// hold sockets only, and then sleeps on the queues too).
+void queues_in_epoll(Runtime& rt, int epfd, bool add) {
+  if (!rt.drive) return;
+  for (int q = 0; q < rt.n_queue_fds; ++q) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = &g_queue_marker[q];
+    (void)libc().epoll_ctl(epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, rt.queue_fds[q], &ev);
+  }
+}
+
 std::int64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -42,11 +63,15 @@ int left_ms(std::int64_t deadline) {
 // poll over a set with at least one offloaded descriptor.
 int mixed_poll(pollfd* fds, nfds_t n, int timeout_ms, const sigset_t* mask) {
   const Libc& l = libc();
+  Runtime* rt = running();
+  // The application's set, then (no-lcore mode) the port's queues, whose readiness only says
+  // that this thread should run a pass.
+  const nfds_t queues = rt && rt->drive && rt->n_queue_fds > 0 ? static_cast<nfds_t>(rt->n_queue_fds) : 0;
   pollfd small[64];
   std::vector<pollfd> big;
   pollfd* k = small;
-  if (n > 64) {
-    big.resize(n);
+  if (n + queues > 64) {
+    big.resize(n + queues);
     k = big.data();
   }
   const std::int64_t start = now_ns();
@@ -103,6 +128,7 @@ int mixed_poll(pollfd* fds, nfds_t n, int timeout_ms, const sigset_t* mask) {
       k[i].events = POLLIN;
     }
     if (slipped) continue;
+    for (nfds_t q = 0; q < queues; ++q) k[n + q] = {rt->queue_fds[q], POLLIN, 0};
     const int r = mask ? [&] {
       timespec ts, *tp = nullptr;
       if (deadline >= 0) {
@@ -110,9 +136,13 @@ int mixed_poll(pollfd* fds, nfds_t n, int timeout_ms, const sigset_t* mask) {
         ts = {static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
         tp = &ts;
       }
-      return l.ppoll(k, n, tp, mask);
+      if (rt && drive_nap_ms(*rt) >= 0 && (!tp || ts.tv_sec > 0 || ts.tv_nsec > 1000000)) {
+        ts = {0, 1000000};
+        tp = &ts;
+      }
+      return l.ppoll(k, n + queues, tp, mask);
     }()
-                       : l.poll(k, n, left_ms(deadline));
+                       : l.poll(k, n + queues, rt ? capped_wait_ms(*rt, left_ms(deadline)) : left_ms(deadline));
     if (r < 0) return r;
     int got = 0;
     for (nfds_t i = 0; i < n; ++i) {
@@ -204,11 +234,16 @@ int mixed_epoll_wait(int epfd, epoll_event* events, int max, int timeout_ms, con
   const std::int64_t spin_until = start + spin_ns();
   for (;;) {
     const bool spinning = timeout_ms != 0 && now_ns() < spin_until;
-    const int wait = spinning ? 0 : left_ms(deadline);
+    // No-lcore mode: a pass before each look, so what the port holds reaches the rings (and
+    // signals their armed descriptors) before epoll is asked.
+    if (rt) (void)drive(*rt);
+    int wait = spinning ? 0 : left_ms(deadline);
+    if (rt) wait = capped_wait_ms(*rt, wait);
     const int n = mask ? l.epoll_pwait(epfd, events, max, wait, mask) : l.epoll_wait(epfd, events, max, wait);
     if (n < 0 || !rt) return n;
     int out = 0;
     for (int i = 0; i < n; ++i) {
+      if (is_queue_marker(events[i].data.ptr)) continue;  // the pass at the top of the loop takes it
       Slot* s = nullptr;
       EpollLink* link = link_of(*rt, events[i].data.ptr, &s);
       if (!link) {
@@ -303,6 +338,7 @@ RAWPIPE_INTERPOSE int epoll_ctl(int epfd, int op, int fd, epoll_event* event) {
     const int r = libc().epoll_ctl(epfd, EPOLL_CTL_DEL, s->wake_fd, nullptr);
     *link = EpollLink{};
     epoll_count_add(epfd, -1);
+    if (epoll_count(epfd) == 0) queues_in_epoll(*rt, epfd, false);
     return r;
   }
   if (!event) {
@@ -315,7 +351,10 @@ RAWPIPE_INTERPOSE int epoll_ctl(int epfd, int op, int fd, epoll_event* event) {
   ev.data.ptr = link;
   const int r = libc().epoll_ctl(epfd, op, s->wake_fd, &ev);
   if (r != 0) return r;
-  if (op == EPOLL_CTL_ADD) epoll_count_add(epfd, 1);
+  if (op == EPOLL_CTL_ADD) {
+    if (epoll_count(epfd) == 0) queues_in_epoll(*rt, epfd, true);
+    epoll_count_add(epfd, 1);
+  }
   link->epfd = epfd;
   link->app_data = event->data;
   link->app_events = event->events;

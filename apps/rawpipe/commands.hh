@@ -42,6 +42,7 @@ struct ExecOptions {
   std::string config;     // RAWPIPE_CONFIG
   std::string interface;  // RAWPIPE_INTERFACE
   std::string offload;    // RAWPIPE_OFFLOAD rules
+  bool no_lcore = false;  // RAWPIPE_LCORE=none
   std::vector<std::string> argv;
 };
 

@@ -48,6 +48,14 @@ int exec_command(const ExecOptions& o) {
   }
   if (!o.interface.empty()) setenv("RAWPIPE_INTERFACE", o.interface.c_str(), 1);
   if (!o.offload.empty()) setenv("RAWPIPE_OFFLOAD", o.offload.c_str(), 1);
+  if (o.no_lcore) {
+    if (!o.config.empty()) {
+      fmt::print(stderr, "rawpipe exec: --no-lcore goes with --interface; with --config, give the config's [[lcores]] "
+                         "thread = false\n");
+      return 2;
+    }
+    setenv("RAWPIPE_LCORE", "none", 1);
+  }
   std::string preload = lib;
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
   setenv("LD_PRELOAD", preload.c_str(), 1);

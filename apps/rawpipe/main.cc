@@ -142,6 +142,8 @@ int main(int argc, char** argv) {
       "exec", "Run a program with its UDP sockets on rawpipe (LD_PRELOAD of librawpipe-preload.so)");
   exec_cmd->add_option("-c,--config", exec.config, "Pipeline config (its ports and lcores)")->check(CLI::ExistingFile);
   exec_cmd->add_option("-i,--interface", exec.interface, "Interface to offload (pmd auto), without a config");
+  exec_cmd->add_flag("--no-lcore", exec.no_lcore,
+                     "With --interface: no lcore thread; the application's threads poll the port while they wait");
   exec_cmd->add_option("--offload", exec.offload, "Offload rules, e.g. \"use rawpipe udp *:7007\" (';' between rules)");
   exec_cmd->add_option("program", exec.argv, "The program and its arguments, after --")->required();
 

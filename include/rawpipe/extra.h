@@ -55,8 +55,9 @@ extern "C" {
  * Minor revisions of ABI version 2 (fields appended to rawpipe_api_t):
  *   0  the table of version 2
  *   1  port_id, alloc_tx, send_burst, sendto (RAWPIPE_CAP_SEND); struct rawpipe_stats gained the
- *      send counters at its end (sent ... neigh_learned), filled only when its size covers them */
-#define RAWPIPE_EXTRA_ABI_MINOR 1u
+ *      send counters at its end (sent ... neigh_learned), filled only when its size covers them
+ *   2  progress, progress_fds (RAWPIPE_CAP_PROGRESS): lcores without a thread */
+#define RAWPIPE_EXTRA_ABI_MINOR 2u
 
 /* Capability bits of rawpipe_api_t::caps. */
 #define RAWPIPE_CAP_FILTERS (1ull << 0)       /* endpoint_filter, queue_filter */
@@ -69,6 +70,7 @@ extern "C" {
 #define RAWPIPE_CAP_OFFLOAD (1ull << 7)       /* set_endpoint_offload */
 #define RAWPIPE_CAP_WAIT (1ull << 8)          /* endpoint_fd, arm_fd, recv_wait */
 #define RAWPIPE_CAP_SEND (1ull << 9)          /* port_id, alloc_tx, send_burst, sendto (minor 1) */
+#define RAWPIPE_CAP_PROGRESS (1ull << 10)     /* progress, progress_fds (minor 2) */
 
 /* Filter verdicts, with the values of VMA's vma_recv_callback_retval_t (VMA_PACKET_DROP = 0,
  * VMA_PACKET_RECV = 1, VMA_PACKET_HOLD = 2), so a ported callback that returns VMA's enum or a
@@ -414,6 +416,24 @@ typedef struct rawpipe_api {
    * flags: RAWPIPE_SEND_DUMMY. */
   long (*sendto)(rawpipe_pipeline *p, uint16_t port, const void *buf, size_t len, const struct rawpipe_addr *dst,
                  const struct rawpipe_addr *src, uint32_t flags);
+
+  /* ---- ABI 2 minor 2: lcores without a thread (RAWPIPE_CAP_PROGRESS) ----
+   *
+   * An [[lcores]] entry with `thread = false` gets no thread: the application's threads run its
+   * loop passes (receive, parse, classify, filters, dispatch, the application's sends) while they
+   * wait, as VMA's receive calls poll their ring, so no core spins unless a thread is waiting.
+   * progress runs one pass of each such lcore that no other thread is running at that moment and
+   * returns the packets it received (0 also when another thread holds every such lcore: its pass
+   * delivers what arrived); -1 for a bad handle. Call it while an endpoint's ring is empty, then
+   * receive again. It is refused (-1) from a filter callback.
+   * progress_fds writes up to max descriptors that poll readable while a queue of those lcores
+   * has packets waiting (level-triggered; they only say "call progress") and returns how many
+   * there are, possibly more than max. A thread that wants to sleep waits on them together with
+   * its endpoints' descriptors (endpoint_fd, armed with arm_fd). -1 when a queue's driver offers
+   * no such descriptor (last_error names it): wait with a timeout and call progress on waking.
+   * The descriptors belong to the ports; they are valid while the pipeline runs. */
+  int (*progress)(rawpipe_pipeline *p);
+  int (*progress_fds)(rawpipe_pipeline *p, int *fds, unsigned max);
 } rawpipe_api_t;
 
 /* Whether a table from rawpipe_get_api() has `field` (it may come from an older minor revision). */

@@ -172,6 +172,20 @@ class RAWPIPE_API Pipeline {
   // True once request_stop() was called (e.g. by a signal handler); the app's wait loop polls it.
   bool stop_requested() const noexcept;
 
+  // "No lcore" mode: lcores with LcorePlan::thread = false have no thread; the application's
+  // threads run their loop passes. progress() runs one pass of each such lcore that no other
+  // thread is running now, on the calling thread, and returns the packets received (0 before
+  // start, after stop, or when every such lcore is busy elsewhere). Any thread; a thread that
+  // waits for an endpoint calls it while the endpoint's ring is empty.
+  unsigned progress() noexcept;
+  // Whether any lcore has no thread (progress() does something).
+  bool has_threadless_lcores() const noexcept;
+  // Descriptors that poll readable while a queue of a threadless lcore has packets waiting: a
+  // waiter sleeps on them (with its endpoints' descriptors) instead of spinning in progress().
+  // Their readiness is level-triggered and says only "call progress()". An error names a queue
+  // whose driver offers no such descriptor; the waiter must then poll progress() on a timer.
+  Result<std::vector<int>> progress_fds() const;
+
   // MT-safe, any thread, any time.
   PipelineSnapshot snapshot() const;
   Accounting accounting() const;

@@ -116,6 +116,11 @@ struct LcorePlan {
   // 0: busy poll (DPDK style). Otherwise, after a loop pass in which no queue returned a packet,
   // the lcore sleeps this long, trading latency for a core that is not pegged at 100%.
   std::uint32_t idle_sleep_us = 0;
+  // false: the lcore gets no thread of its own. The application's threads run its loop passes
+  // through Pipeline::progress() while they wait for packets, as VMA's receive calls poll the
+  // ring themselves: no core spins unless a thread waits, and that thread's own CPU does the
+  // work. Not pinned (cpu stays -1) and never sleeps (idle_sleep_us stays 0).
+  bool thread = true;
   SourceLocation where;
 };
 

@@ -91,6 +91,8 @@ const KeyDoc kLcoreDocs[] = {
     {"idle_sleep_us", "integer", "0 to 4294967295", "0",
      "microseconds to sleep after a pass that found nothing; 0: busy poll"},
     {"rx", "string list", "\"PORT:QUEUE\" entries", "[]", "the rx queues this lcore polls"},
+    {"thread", "boolean", "true, false", "true",
+     "false: no thread of its own; the application's threads poll its queues while they wait (Pipeline::progress)"},
 };
 
 }  // namespace
@@ -319,6 +321,7 @@ void load_lcores(ConfigSection& root, Plan& plan, std::vector<ConfigSection>& se
     l.cpu = static_cast<int>(s.integer("cpu", -1, 4095, -1));
     l.burst = static_cast<std::uint16_t>(s.integer("burst", 0, kU16, kDefaultBurst));
     l.idle_sleep_us = static_cast<std::uint32_t>(s.integer("idle_sleep_us", 0, kU32, 0));
+    l.thread = s.boolean("thread", true);
     for (const auto& entry : s.string_list("rx")) {
       auto colon = entry.rfind(':');
       if (colon == std::string::npos || colon == 0 || colon + 1 == entry.size()) {

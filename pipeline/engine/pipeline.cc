@@ -76,6 +76,35 @@ Status Pipeline::stop() { return run_->stop(); }
 bool Pipeline::running() const noexcept { return run_->running(); }
 bool Pipeline::stop_requested() const noexcept { return run_->stop_requested(); }
 
+unsigned Pipeline::progress() noexcept {
+  unsigned n = 0;
+  for (std::size_t l = 0; l < parts_->lcores.size(); ++l)
+    if (!plan_.lcores[l].thread) n += parts_->lcores[l]->try_pass();
+  return n;
+}
+
+bool Pipeline::has_threadless_lcores() const noexcept {
+  for (const LcorePlan& l : plan_.lcores)
+    if (!l.thread) return true;
+  return false;
+}
+
+Result<std::vector<int>> Pipeline::progress_fds() const {
+  std::vector<int> fds;
+  for (const LcorePlan& l : plan_.lcores) {
+    if (l.thread) continue;
+    for (const LcorePlan::RxQueue& q : l.rx) {
+      const int fd = port(q.port).rx_wait_fd(q.queue);
+      if (fd < 0)
+        return Status::errorf("lcore {} (thread = false): port '{}' (driver {}) offers no descriptor to wait on for queue "
+                              "{}; a waiting thread must poll",
+                              l.id, port_name(q.port), port_pmd(q.port), q.queue);
+      fds.push_back(fd);
+    }
+  }
+  return fds;
+}
+
 unsigned Pipeline::endpoint_receive(std::uint16_t endpoint, Mbuf** out, unsigned n) noexcept {
   return queues_->receive(endpoint, out, n);
 }

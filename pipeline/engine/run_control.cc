@@ -116,6 +116,7 @@ Status RunControl::start() {
   go_.store(0, std::memory_order_relaxed);
   for (std::size_t l = 0; l < parts_.lcores.size(); ++l) {
     Lcore* lc = parts_.lcores[l].get();
+    if (!plan_.lcores[l].thread) continue;  // opened for the application's threads below
     LcorePreemption* preemption = preemption_[l].get();
     threads_.emplace_back([this, lc, preemption] {
       preemption->thread_started();
@@ -147,6 +148,8 @@ Status RunControl::start() {
     }
   }
   go_.store(1, std::memory_order_release);
+  for (std::size_t l = 0; l < parts_.lcores.size(); ++l)
+    if (!plan_.lcores[l].thread) parts_.lcores[l]->open_passes();
   // R: pairs with the acquire in running(): a reader that sees true sees the bound lcores.
   running_.store(true, std::memory_order_release);
   return Status::ok();
@@ -167,6 +170,8 @@ void RunControl::stop_ports() noexcept {
 Status RunControl::stop() {
   request_stop();
   join_lcores();
+  for (std::size_t l = 0; l < parts_.lcores.size(); ++l)
+    if (!plan_.lcores[l].thread) parts_.lcores[l]->close_passes();
   // What the application handed over and no lcore sent any more: freed, counted as tx_failed.
   for (auto& sp : parts_.send_ports) sp->drain_stopped();
   stop_ports();

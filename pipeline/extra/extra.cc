@@ -782,6 +782,22 @@ int receive_any(rawpipe_pipeline* h, rawpipe_packet* out, unsigned max) {
   return static_cast<int>(total);
 }
 
+// ---- Lcores without a thread (RAWPIPE_CAP_PROGRESS) ----
+
+int api_progress(rawpipe_pipeline* h) {
+  if (!check_handle(h, "progress") || refuse_on_lcore(h, "progress")) return -1;
+  return static_cast<int>(h->pipeline->progress());
+}
+
+int api_progress_fds(rawpipe_pipeline* h, int* fds, unsigned max) {
+  if (!check_handle(h, "progress_fds") || !array_ok(h, fds, max, "progress_fds")) return -1;
+  auto got = h->pipeline->progress_fds();
+  if (!got) return fail(h, "progress_fds: " + got.message());
+  const std::vector<int>& all = got.value();
+  std::copy_n(all.begin(), std::min<std::size_t>(all.size(), max), fds);
+  return static_cast<int>(all.size());
+}
+
 int api_recv_wait(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_packet* out, unsigned max, int timeout_ms) {
   if (!check_handle(h, "recv_wait")) return -1;
   const bool any = ep == RAWPIPE_ANY_ENDPOINT;
@@ -790,8 +806,19 @@ int api_recv_wait(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_packet* out, un
   if (fd < 0) return -1;
   auto receive = [&] { return any ? receive_any(h, out, max) : api_recvfrom_zcopy(h, ep, out, max); };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms);
+  // Threadless lcores: this thread runs their passes, and sleeps on their queues too. A driver
+  // without a descriptor leaves a timed sleep: a pass at least every millisecond.
+  Pipeline& pl = *h->pipeline;
+  const bool drive = pl.has_threadless_lcores();
+  std::vector<int> queue_fds;
+  int nap_ms = -1;
+  if (drive) {
+    if (auto fds = pl.progress_fds()) queue_fds = std::move(fds).value();
+    else nap_ms = 1;
+  }
   for (;;) {
-    const int n = receive();
+    int n = receive();
+    if (n == 0 && drive && pl.progress() != 0) n = receive();
     if (n != 0 || max == 0) return n;
     if (any) {
       const int ready = api_arm_fd(h, ep);
@@ -806,9 +833,13 @@ int api_recv_wait(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_packet* out, un
       if (now >= deadline) return 0;
       left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
     }
-    auto woke = wake_sleep(fd, left);
+    if (nap_ms >= 0 && (left < 0 || left > nap_ms)) left = nap_ms;
+    auto woke = wake_sleep(fd, left, queue_fds);
     if (!woke) return fail(h, "recv_wait: " + woke.message());
-    if (!woke.value()) return receive();  // timed out: one last look
+    if (!woke.value() && timeout_ms >= 0 && std::chrono::steady_clock::now() >= deadline) {
+      if (drive) (void)pl.progress();
+      return receive();  // timed out: one last look
+    }
   }
 }
 
@@ -852,7 +883,12 @@ class SendGuard {
       release();
     }
   }
-  ~SendGuard() { release(); }
+  ~SendGuard() {
+    release();
+    // A threadless lcore drains the hand-off ring only during a pass: run one now, so the frame
+    // leaves with this call (unless another thread's pass is under way; that one takes it).
+    if (h_ && h_->pipeline->has_threadless_lcores() && current_lcore() < 0) (void)h_->pipeline->progress();
+  }
   SendGuard(const SendGuard&) = delete;
   SendGuard& operator=(const SendGuard&) = delete;
   SendPort* port() const noexcept { return sp_; }
@@ -1040,7 +1076,8 @@ constexpr rawpipe_api_t kApi = {
     RAWPIPE_EXTRA_ABI_VERSION,
     sizeof(rawpipe_api_t),
     RAWPIPE_CAP_FILTERS | RAWPIPE_CAP_ZCOPY_RECV | RAWPIPE_CAP_COMPLETIONS | RAWPIPE_CAP_RULES | RAWPIPE_CAP_STATS |
-        RAWPIPE_CAP_PLUGINS | RAWPIPE_CAP_ALLOCATOR | RAWPIPE_CAP_OFFLOAD | RAWPIPE_CAP_WAIT | RAWPIPE_CAP_SEND,
+        RAWPIPE_CAP_PLUGINS | RAWPIPE_CAP_ALLOCATOR | RAWPIPE_CAP_OFFLOAD | RAWPIPE_CAP_WAIT | RAWPIPE_CAP_SEND |
+        RAWPIPE_CAP_PROGRESS,
     &api_create,
     &api_start,
     &api_stop,
@@ -1073,6 +1110,8 @@ constexpr rawpipe_api_t kApi = {
     &api_alloc_tx,
     &api_send_burst,
     &api_sendto,
+    &api_progress,
+    &api_progress_fds,
 };
 
 int api_load_filter_plugin(rawpipe_pipeline* h, const char* path, const char* attach, const char* const* keys,

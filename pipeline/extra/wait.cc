@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "pipeline/dispatch/membarrier.hh"
 #include "pipeline/dispatch/wake.hh"
@@ -51,10 +52,19 @@ bool wake_arm(EndpointWake& w, const Pipeline& p, std::uint16_t endpoint) {
   return true;
 }
 
-Result<bool> wake_sleep(int fd, int timeout_ms) {
-  pollfd pfd{fd, POLLIN, 0};
+Result<bool> wake_sleep(int fd, int timeout_ms, std::span<const int> also) {
+  pollfd small[8];
+  std::vector<pollfd> big;
+  pollfd* pfd = small;
+  const std::size_t n = 1 + also.size();
+  if (n > std::size(small)) {
+    big.resize(n);
+    pfd = big.data();
+  }
+  pfd[0] = {fd, POLLIN, 0};
+  for (std::size_t i = 0; i < also.size(); ++i) pfd[i + 1] = {also[i], POLLIN, 0};
   for (;;) {
-    const int r = ::poll(&pfd, 1, timeout_ms);
+    const int r = ::poll(pfd, n, timeout_ms);
     if (r > 0) return true;
     if (r == 0) return false;
     if (errno != EINTR) return Status::errorf("poll: {}", std::strerror(errno));

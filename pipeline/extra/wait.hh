@@ -2,6 +2,8 @@
 // side of pipeline/dispatch/wake.hh. One consumer thread per endpoint, as for receive.
 #pragma once
 
+#include <span>
+
 #include <cstdint>
 
 #include "rawpipe/status.hh"
@@ -19,6 +21,7 @@ Result<int> wake_fd(EndpointWake& w, bool asymmetric = false);
 // true when packets are already waiting (disarmed again: do not sleep), false when armed.
 bool wake_arm(EndpointWake& w, const Pipeline& p, std::uint16_t endpoint);
 // Sleeps on fd until it is readable or timeout_ms passes (-1: no limit). False on timeout.
-Result<bool> wake_sleep(int fd, int timeout_ms);
+// `also`: more descriptors that end the sleep when readable (the queues of threadless lcores).
+Result<bool> wake_sleep(int fd, int timeout_ms, std::span<const int> also = {});
 
 }  // namespace rawpipe

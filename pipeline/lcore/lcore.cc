@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "pipeline/capture/lcore_taps.hh"
 #include "pipeline/filter/filter.hh"
@@ -125,6 +126,33 @@ unsigned Lcore::poll_once() noexcept {
   for (SendPort* s : sends_) s->drain();
   free_returns(n == 0);
   return n;
+}
+
+unsigned Lcore::try_pass() noexcept {
+  int expected = kPassFree;
+  // A1: acquire pairs with the release at the end of the previous pass (R1), whichever thread ran
+  // it: its ring indices, counters and queue state are visible here, as on an lcore's own thread.
+  if (!pass_state_.compare_exchange_strong(expected, kPassBusy, std::memory_order_acquire, std::memory_order_relaxed))
+    return 0;
+  const int outer = t_current_lcore;
+  t_current_lcore = static_cast<int>(index_);
+  classifier_->reader_online(index_);
+  const unsigned n = poll_once();
+  classifier_->reader_offline(index_);
+  t_current_lcore = outer;
+  // R1: pairs with A1 of the next pass and with close_passes().
+  pass_state_.store(kPassFree, std::memory_order_release);
+  return n;
+}
+
+void Lcore::close_passes() noexcept {
+  int expected = kPassFree;
+  // A pass under way ends within one burst per queue; acquire pairs with its R1.
+  while (!pass_state_.compare_exchange_weak(expected, kPassClosed, std::memory_order_acquire, std::memory_order_relaxed)) {
+    if (expected == kPassClosed) return;
+    expected = kPassFree;
+    std::this_thread::yield();
+  }
 }
 
 void Lcore::run(const std::atomic<bool>& stop) noexcept {

@@ -85,6 +85,18 @@ class Lcore {
   // tests and benchmarks that drive an lcore from their own thread. Returns packets received.
   unsigned poll_once() noexcept;
 
+  // An lcore without a thread (LcorePlan::thread == false): application threads run its passes.
+  // One pass at a time: a thread that finds another one's pass under way returns 0 at once and
+  // lets it finish (VMA's receive path does the same with its ring's try-lock), so the queues and
+  // endpoint rings keep a single producer. A pass is one compare-and-swap and a reader
+  // online/offline pair around poll_once; it runs without a pool cache (the calling thread may
+  // exit without detaching one). Passes are refused until open_passes() and after close_passes().
+  unsigned try_pass() noexcept;
+  // Control path: start() opens the lcore once it is bound; stop() closes it, waiting for a pass
+  // under way to end, so that nothing touches the queues once the ports stop.
+  void open_passes() noexcept { pass_state_.store(kPassFree, std::memory_order_release); }
+  void close_passes() noexcept;
+
   const LcoreCounters& counters() const noexcept { return *counters_; }
   LcoreCounters& counters_mut() noexcept { return *counters_; }
   const LcorePlan& plan() const noexcept { return plan_; }
@@ -113,6 +125,9 @@ class Lcore {
   unsigned passes_ = 0;
   unsigned return_lines_per_pass_ = 1;
   std::unique_ptr<StageLatency> latency_;  // null: stage timing off
+  // try_pass: who may run a pass now. Its own line: waiting threads hammer it.
+  static constexpr int kPassFree = 0, kPassBusy = 1, kPassClosed = 2;
+  alignas(kFalseSharingRange) std::atomic<int> pass_state_{kPassClosed};
 };
 
 }  // namespace rawpipe

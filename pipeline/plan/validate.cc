@@ -172,6 +172,14 @@ void check_lcores(const Plan& plan, const ValidateOptions& options, Problems& pr
     if (l.idle_sleep_us > kMaxIdleSleepUs)
       problems.add(PlanPart::kLcore, i, "idle_sleep_us",
                    fmt::format("expected an integer from 0 to {}, got {}", kMaxIdleSleepUs, l.idle_sleep_us));
+    if (!l.thread && l.cpu >= 0)
+      problems.add(PlanPart::kLcore, i, "cpu",
+                   "an lcore without a thread (thread = false) runs on whichever application thread waits; it cannot be "
+                   "pinned (pin the application's thread instead)");
+    if (!l.thread && l.idle_sleep_us != 0)
+      problems.add(PlanPart::kLcore, i, "idle_sleep_us",
+                   "an lcore without a thread (thread = false) never sleeps itself: the waiting application thread "
+                   "sleeps on the queues' descriptors");
     if (l.rx.empty()) problems.add(PlanPart::kLcore, i, "rx", "expected at least one \"port:queue\" to poll");
     for (const LcorePlan::RxQueue& q : l.rx) {
       if (q.port >= plan.ports.size()) {

@@ -62,6 +62,14 @@ class Port {
 
   virtual RxQueueHandle rx_queue(std::uint16_t queue) = 0;
   virtual TxQueueHandle tx_queue(std::uint16_t queue) = 0;
+  // A descriptor that polls readable (POLLIN) while receive queue `queue` has packets for
+  // rx_burst, for a thread that sleeps until traffic arrives instead of polling ("no lcore"
+  // mode: Pipeline::progress_fds). -1: the driver has none (the caller must poll). Valid from
+  // start() to stop(); the port owns it.
+  virtual int rx_wait_fd(std::uint16_t queue) const {
+    (void)queue;
+    return -1;
+  }
 
   // Safe to call from the stats thread while lcores run.
   virtual PortStats stats() const = 0;

@@ -79,6 +79,9 @@ class AfPacketPort final : public Port {
     return {spec_.tpacket_version == 2 ? &rx_burst_v2 : &rx_burst, &rxq_[q]};
   }
   TxQueueHandle tx_queue(std::uint16_t q) override { return {&tx_burst, &txq_[q]}; }
+  // The ring's socket: readable once a frame (TPACKET_V2) or a block (TPACKET_V3, at the latest
+  // after block_timeout_ms) is the user's.
+  int rx_wait_fd(std::uint16_t q) const override { return q < rxq_.size() ? rxq_[q].fd : -1; }
   PortStats stats() const override;
   // Classify filters in software; the rules' multicast groups are joined on the interface so the
   // kernel reports them (IGMP/MLD) and the NIC's filter admits them.

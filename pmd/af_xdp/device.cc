@@ -214,6 +214,10 @@ class AfXdpPort final : public Port {
     if (q >= env_.tx_queues || q >= queues_.size()) return {};
     return {&tx_burst, queues_[q].get()};
   }
+  // The XSK itself: the kernel's xsk_poll reports POLLIN while its rx ring holds descriptors.
+  int rx_wait_fd(std::uint16_t q) const override {
+    return q < env_.rx_queues && q < queues_.size() ? queues_[q]->fd : -1;
+  }
 
   PortStats stats() const override {
     PortStats s;

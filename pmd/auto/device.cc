@@ -67,6 +67,7 @@ class AutoPort final : public Port {
   void stop() override { inner_->stop(); }
   RxQueueHandle rx_queue(std::uint16_t q) override { return inner_->rx_queue(q); }
   TxQueueHandle tx_queue(std::uint16_t q) override { return inner_->tx_queue(q); }
+  int rx_wait_fd(std::uint16_t q) const override { return inner_->rx_wait_fd(q); }
   PortStats stats() const override {
     PortStats s = inner_->stats();
     // The choice as metrics: auto_chosen_<driver> = 1, auto_skipped_<driver> = 1.

@@ -98,14 +98,22 @@ class Preload : public ::testing::Test {
     if (!scratch_.empty() && !HasFailure()) fs::remove_all(scratch_, ec);
   }
 
-  // `ip netns exec OURS env RAWPIPE_PMD=pmd rawpipe exec -i IF -- argv...`
-  std::vector<std::string> under_preload(const std::string& pmd, const std::vector<std::string>& argv) const {
+  // `ip netns exec OURS env RAWPIPE_PMD=pmd rawpipe exec -i IF [--no-lcore] -- argv...`; a pmd
+  // ending in "-no-lcore" runs without an lcore thread.
+  std::vector<std::string> under_preload(std::string pmd, const std::vector<std::string>& argv) const {
+    const bool no_lcore = pmd.ends_with("-no-lcore");
+    if (no_lcore) pmd.resize(pmd.size() - std::strlen("-no-lcore"));
     std::vector<std::string> out = {"ip", "netns", "exec", net_.ours->name(), "env", "RAWPIPE_PMD=" + pmd,
                                     "RAWPIPE_SPIN_US=20", test::rawpipe_binary().string(), "exec", "-i",
-                                    net_.veth->a().name, "--"};
+                                    net_.veth->a().name};
+    if (no_lcore) out.push_back("--no-lcore");
+    out.push_back("--");
     out.insert(out.end(), argv.begin(), argv.end());
     return out;
   }
+
+  void epoll_set_mixes_offloaded_and_kernel_sockets(const std::string& pmd);
+  void poll_and_select_wake_for_an_offloaded_socket(const std::string& pmd);
 
   Net net_;
   fs::path scratch_;
@@ -173,9 +181,9 @@ TEST_F(Preload, DualStackIpv6SocketReceivesAndAnswersBothFamilies) {
   EXPECT_NE(e.find("udp *:7114 offloaded: rx 2 packets, tx 2 (0 more through the kernel)"), std::string::npos) << e;
 }
 
-TEST_F(Preload, EpollSetMixesOffloadedAndKernelSockets) {
+void Preload::epoll_set_mixes_offloaded_and_kernel_sockets(const std::string& pmd) {
   const fs::path out = scratch_ / "out", err = scratch_ / "err";
-  pid_t pid = test::start_process(under_preload("af_packet", {app().string(), "epoll", "7102", "7103"}), out, err);
+  pid_t pid = test::start_process(under_preload(pmd, {app().string(), "epoll", "7102", "7103"}), out, err);
   ASSERT_GT(pid, 0);
   const bool waiting = wait_for(out, "waiting offloaded");
   if (waiting) peer_send(*net_.peer, 7102, "from the peer");
@@ -190,9 +198,14 @@ TEST_F(Preload, EpollSetMixesOffloadedAndKernelSockets) {
   EXPECT_TRUE(std::regex_search(e, std::regex(R"(udp \*:7102 offloaded: rx 1 packets)"))) << e;
 }
 
-TEST_F(Preload, PollAndSelectWakeForAnOffloadedSocket) {
+TEST_F(Preload, EpollSetMixesOffloadedAndKernelSockets) { epoll_set_mixes_offloaded_and_kernel_sockets("af_packet"); }
+// Without an lcore the sleeping epoll_wait is woken by the port's queue (in the set beside the
+// sockets): the datagram reaches the ring only through the waiting thread's own pass.
+TEST_F(Preload, EpollSetWakesWithoutAnLcore) { epoll_set_mixes_offloaded_and_kernel_sockets("af_xdp-no-lcore"); }
+
+void Preload::poll_and_select_wake_for_an_offloaded_socket(const std::string& pmd) {
   const fs::path out = scratch_ / "out", err = scratch_ / "err";
-  pid_t pid = test::start_process(under_preload("af_packet", {app().string(), "poll", "7104"}), out, err);
+  pid_t pid = test::start_process(under_preload(pmd, {app().string(), "poll", "7104"}), out, err);
   ASSERT_GT(pid, 0);
   const bool ready = wait_for(out, "ready");
   if (ready) {
@@ -211,6 +224,9 @@ TEST_F(Preload, PollAndSelectWakeForAnOffloadedSocket) {
   EXPECT_NE(o.find("select 1 second"), std::string::npos) << o << e;
   EXPECT_TRUE(std::regex_search(e, std::regex(R"(udp \*:7104 offloaded: rx 2 packets)"))) << e;
 }
+
+TEST_F(Preload, PollAndSelectWakeForAnOffloadedSocket) { poll_and_select_wake_for_an_offloaded_socket("af_packet"); }
+TEST_F(Preload, PollAndSelectWakeWithoutAnLcore) { poll_and_select_wake_for_an_offloaded_socket("af_xdp-no-lcore"); }
 
 TEST_F(Preload, CloseWakesAThreadBlockedInRecv) {
   test::ProcessOutput r =
@@ -373,6 +389,11 @@ TEST_P(PreloadSockperf, ServerIsOffloadedWithoutLoss) {
   }
   auto stat = test::command_output({test::rawpipe_binary().string(), "stat", "--once", name});
   const std::string stat_text = stat ? *stat : stat.message();
+  // The threads of the process: an lcore thread is named rawpipe-lc0.
+  std::string threads;
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator(fs::path("/proc") / std::to_string(pid) / "task", ec))
+    threads += test::slurp(task.path() / "comm");
   kill(pid, SIGINT);
   test::wait_process(pid, {.timeout = 20s});
   const std::string e = test::slurp(err);
@@ -388,10 +409,20 @@ TEST_P(PreloadSockperf, ServerIsOffloadedWithoutLoss) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(stat_text, m, std::regex(R"(socket0\s+(\d+))"))) << stat_text;
   EXPECT_GT(std::stoul(m[1]), 100u) << stat_text;
+  ASSERT_FALSE(threads.empty());
+  if (GetParam().ends_with("-no-lcore"))
+    EXPECT_EQ(threads.find("rawpipe-lc"), std::string::npos) << "an lcore thread runs in no-lcore mode:\n" << threads;
+  else
+    EXPECT_NE(threads.find("rawpipe-lc0"), std::string::npos) << threads;
 }
 
-INSTANTIATE_TEST_SUITE_P(Ports, PreloadSockperf, ::testing::Values("af_packet", "af_xdp"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Ports, PreloadSockperf,
+                         ::testing::Values("af_packet", "af_xdp", "af_packet-no-lcore", "af_xdp-no-lcore"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace rawpipe

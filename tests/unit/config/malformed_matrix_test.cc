@@ -204,6 +204,7 @@ const Row kRows[] = {
     {Sec::kLcore, "", "burst", "\"32\"", "0"},
     {Sec::kLcore, "", "idle_sleep_us", "\"1\"", "1000001"},
     {Sec::kLcore, "", "rx", "1", "[\"p:7\"]"},
+    {Sec::kLcore, "", "thread", "\"no\"", nullptr},
 };
 
 // A config with one of each section; set() replaces or adds a key in one section.

@@ -559,6 +559,66 @@ TEST(Pipeline, IdleSleepAndRequestStopEndTheLoop) {
 // buffers. Under ThreadSanitizer (suite 'tsan') a plain flag or counter among them is a reported
 // race; in every build, the first accounting read after running() turns false must already be
 // the final, balanced one (stop() publishes `running = false` only after the drain).
+// "No lcore" mode: an lcore with thread = false runs only in the passes application threads run
+// with progress(). Two threads driving it at once take turns (a ring keeps one producer, so every
+// count stays exact), nothing runs before start or after stop, and a driver without a queue
+// descriptor (the test port) is named by progress_fds.
+TEST(Pipeline, ThreadlessLcoreRunsOnlyInTheApplicationsPasses) {
+  TestPortConfig cfg;
+  cfg.rx_frames = {{udp_frame("10.0.0.7", 1, "10.0.0.1", 5000), udp_frame("10.0.0.7", 1, "10.0.0.1", 6000),
+                    udp_frame("10.0.0.7", 1, "10.0.0.1", 7000)}};
+  constexpr std::uint64_t kRepeat = 3000;
+  cfg.repeat = kRepeat;
+  PlanBuilder b;
+  b.port("p0", cfg)
+      .endpoint("ring", EndpointAction::kRing, {"udp dst *:5000"})
+      .endpoint("sink", EndpointAction::kSink, {"udp dst *:6000"})
+      .lcore({{0, 0}});
+  b.plan.lcores[0].thread = false;
+  auto p = std::move(Pipeline::create(b.plan)).value();
+  EXPECT_TRUE(p->has_threadless_lcores());
+  EXPECT_EQ(p->progress(), 0u);  // not started
+  ASSERT_TRUE(p->start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(p->snapshot().total.rx_packets, 0u) << "a thread polled the threadless lcore";
+  auto fds = p->progress_fds();
+  ASSERT_FALSE(fds);
+  EXPECT_NE(fds.message().find("port 'p0' (driver test)"), std::string::npos) << fds.message();
+
+  const std::uint64_t total = 3 * kRepeat;
+  std::atomic<bool> done{false};
+  std::atomic<std::uint64_t> passes_by_helper{0};
+  std::thread helper([&] {
+    while (!done.load()) passes_by_helper += p->progress() != 0;
+  });
+  std::uint64_t consumed = 0, received_here = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    received_here += p->progress();
+    Mbuf* out[32];
+    const unsigned n = p->endpoint_receive(0, out, 32);
+    consumed += n;
+    mbuf_free_bulk(out, n);
+    const PipelineSnapshot s = p->snapshot();
+    if (consumed == kRepeat && s.total.delivered + s.total.dropped() == total) break;
+  }
+  done = true;
+  helper.join();
+  ASSERT_TRUE(p->stop());
+  EXPECT_EQ(p->progress(), 0u);  // stopped
+  EXPECT_EQ(consumed, kRepeat);
+  const Accounting a = p->accounting();
+  EXPECT_EQ(a.rx_packets, total);
+  EXPECT_EQ(a.delivered_per_endpoint[0], kRepeat);
+  EXPECT_EQ(a.delivered_per_endpoint[1], kRepeat);
+  EXPECT_EQ(drop(a, DropReason::kNoMatch), kRepeat);
+  EXPECT_TRUE(a.balanced());
+  EXPECT_GT(received_here, 0u);
+  const PipelineSnapshot s = p->snapshot();
+  ASSERT_EQ(s.lcores.size(), 1u);
+  EXPECT_EQ(s.lcores[0].rx_packets, total);
+}
+
 TEST(Pipeline, SnapshotsAndAccountingAreSafeAcrossStop) {
   TestPortConfig cfg;
   cfg.rx_frames = {{udp_frame("10.0.0.7", 1, "10.0.0.1", 1), udp_frame("10.0.0.7", 1, "10.0.0.1", 2)}};
