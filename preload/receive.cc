@@ -11,12 +11,6 @@
 namespace rawpipe::preload {
 namespace {
 
-std::int64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 // The next packet of the slot into *pkt, from the stash first. The caller is the consumer.
 bool take(Runtime& rt, Slot& s, rawpipe_packet* pkt, bool keep) {
   if (!s.has_stash) {
@@ -93,6 +87,12 @@ ssize_t copy_out(Runtime& rt, Slot& s, const rawpipe_packet& pkt, const iovec* i
 
 }  // namespace
 
+std::int64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
 int sleep_on(Runtime& rt, int fd, int wait_ms) {
   pollfd pfd[1 + kMaxQueueFds];
   pfd[0] = {fd, POLLIN, 0};
@@ -112,7 +112,7 @@ bool offloaded_ready(Slot& s, std::uint32_t gen, int* len) {
   return ok;
 }
 
-ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msghdr* msg) {
+ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msghdr* msg, std::int64_t deadline_ns) {
   Runtime* rt = running();
   std::uint32_t gen = 0;
   Slot* sp = slot_of(e, &gen);
@@ -123,7 +123,7 @@ ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msgh
   Slot& s = *sp;
   const bool nonblock = (flags & MSG_DONTWAIT) || e.nonblock.load(std::memory_order_relaxed);
   const long timeout_ms = s.rcvtimeo_ms.load(std::memory_order_relaxed);
-  const std::int64_t start = nonblock ? 0 : now_ns();
+  const std::int64_t start = nonblock ? 0 : monotonic_ns();
   const std::int64_t spin_until = start + spin_ns();
   for (;;) {
     if (!consumer_enter(s, gen)) {
@@ -139,7 +139,7 @@ ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msgh
     // Nothing waiting. Spin while the budget lasts, then arm the descriptor: an application
     // that waits in poll/epoll (or this thread, below) is woken by the next packet. arm_fd
     // returns 1 when a packet slipped in between the look and the arming.
-    const bool spinning = !nonblock && now_ns() < spin_until;
+    const bool spinning = !nonblock && monotonic_ns() < spin_until;
     int ready = 0;
     if (!spinning) ready = rt->api->arm_fd(rt->pipeline, s.endpoint);
     consumer_leave(s);
@@ -148,9 +148,11 @@ ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msgh
       errno = EAGAIN;
       return -1;
     }
+    std::int64_t end = deadline_ns;
+    if (timeout_ms > 0 && (end < 0 || start + timeout_ms * 1000000ll < end)) end = start + timeout_ms * 1000000ll;
     int wait_ms = -1;
-    if (timeout_ms > 0) {
-      const std::int64_t left = start + timeout_ms * 1000000ll - now_ns();
+    if (end >= 0) {
+      const std::int64_t left = end - monotonic_ns();
       if (left <= 0) {
         errno = EAGAIN;
         return -1;

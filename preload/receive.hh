@@ -13,7 +13,12 @@ namespace rawpipe::preload {
 // Receives one datagram. Returns the bytes copied (or the datagram's length with MSG_TRUNC in
 // flags), or -1 with errno (EAGAIN, EBADF when the socket was closed meanwhile, ETIMEDOUT as
 // EAGAIN after SO_RCVTIMEO). msg may be null (then no name, no control, no flags out).
-ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msghdr* msg);
+// deadline_ns (CLOCK_MONOTONIC, -1: none) bounds a blocking wait as SO_RCVTIMEO does (recvmmsg's
+// timeout); whichever ends first ends the wait with EAGAIN.
+ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msghdr* msg, std::int64_t deadline_ns = -1);
+
+// CLOCK_MONOTONIC in nanoseconds.
+std::int64_t monotonic_ns();
 
 // Sleeps until fd is readable or wait_ms (-1: no limit) passes; in no-lcore mode also until the
 // port's queues have packets (the caller then runs a pass). poll's result.

@@ -22,7 +22,7 @@ namespace rawpipe::preload {
 
 inline constexpr unsigned kMaxSlots = 256;
 inline constexpr unsigned kMaxRules = 8;    // bind + joined groups per socket
-inline constexpr unsigned kMaxEpolls = 4;   // epoll sets one offloaded socket can be in
+inline constexpr unsigned kMaxEpolls = 16;  // epoll sets one offloaded socket can be in (ENOSPC beyond)
 
 // One application epoll set's membership of an offloaded socket: the endpoint's descriptor is
 // registered in the set with this record as its data, so epoll_wait can check the ring and hand

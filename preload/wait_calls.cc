@@ -40,12 +40,6 @@ void queues_in_epoll(Runtime& rt, int epfd, bool add) {
   }
 }
 
-std::int64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 // Readable now? Checks the ring; when empty, arms the endpoint's descriptor so the kernel wait
 // that follows wakes for the next packet (arm_fd says 1 when one arrived meanwhile).
 bool ready_or_arm(Slot& s, std::uint32_t gen) {
@@ -56,7 +50,7 @@ bool ready_or_arm(Slot& s, std::uint32_t gen) {
 
 int left_ms(std::int64_t deadline) {
   if (deadline < 0) return -1;
-  const std::int64_t left = deadline - now_ns();
+  const std::int64_t left = deadline - monotonic_ns();
   return left <= 0 ? 0 : static_cast<int>((left + 999999) / 1000000);
 }
 
@@ -74,7 +68,7 @@ int mixed_poll(pollfd* fds, nfds_t n, int timeout_ms, const sigset_t* mask) {
     big.resize(n + queues);
     k = big.data();
   }
-  const std::int64_t start = now_ns();
+  const std::int64_t start = monotonic_ns();
   const std::int64_t deadline = timeout_ms < 0 ? -1 : start + timeout_ms * 1000000ll;
   const std::int64_t spin_until = start + spin_ns();
   for (;;) {
@@ -101,7 +95,7 @@ int mixed_poll(pollfd* fds, nfds_t n, int timeout_ms, const sigset_t* mask) {
       }
       if (fds[i].revents) ++ready;
     }
-    const bool spinning = now_ns() < spin_until && timeout_ms != 0;
+    const bool spinning = monotonic_ns() < spin_until && timeout_ms != 0;
     if (ready || spinning || timeout_ms == 0) {
       if (any_kernel) {
         const int r = l.poll(k, n, 0);
@@ -132,7 +126,7 @@ int mixed_poll(pollfd* fds, nfds_t n, int timeout_ms, const sigset_t* mask) {
     const int r = mask ? [&] {
       timespec ts, *tp = nullptr;
       if (deadline >= 0) {
-        const std::int64_t left = std::max<std::int64_t>(0, deadline - now_ns());
+        const std::int64_t left = std::max<std::int64_t>(0, deadline - monotonic_ns());
         ts = {static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
         tp = &ts;
       }
@@ -157,7 +151,7 @@ int mixed_poll(pollfd* fds, nfds_t n, int timeout_ms, const sigset_t* mask) {
       if (fds[i].revents) ++got;
     }
     if (got) return got;
-    if (deadline >= 0 && now_ns() >= deadline) return 0;
+    if (deadline >= 0 && monotonic_ns() >= deadline) return 0;
   }
 }
 
@@ -229,11 +223,11 @@ void epoll_count_add(int epfd, int d) {
 int mixed_epoll_wait(int epfd, epoll_event* events, int max, int timeout_ms, const sigset_t* mask) {
   const Libc& l = libc();
   Runtime* rt = running();
-  const std::int64_t start = now_ns();
+  const std::int64_t start = monotonic_ns();
   const std::int64_t deadline = timeout_ms < 0 ? -1 : start + timeout_ms * 1000000ll;
   const std::int64_t spin_until = start + spin_ns();
   for (;;) {
-    const bool spinning = timeout_ms != 0 && now_ns() < spin_until;
+    const bool spinning = timeout_ms != 0 && monotonic_ns() < spin_until;
     // No-lcore mode: a pass before each look, so what the port holds reaches the rings (and
     // signals their armed descriptors) before epoll is asked.
     if (rt) (void)drive(*rt);
@@ -260,7 +254,7 @@ int mixed_epoll_wait(int epfd, epoll_event* events, int max, int timeout_ms, con
       ++out;
     }
     if (out) return out;
-    if (!spinning && (timeout_ms == 0 || (deadline >= 0 && now_ns() >= deadline))) return 0;
+    if (!spinning && (timeout_ms == 0 || (deadline >= 0 && monotonic_ns() >= deadline))) return 0;
   }
 }
 
@@ -327,7 +321,7 @@ RAWPIPE_INTERPOSE int epoll_ctl(int epfd, int op, int fd, epoll_event* event) {
     for (EpollLink& l : s->epolls)
       if (l.epfd < 0 && !link) link = &l;
     if (!link || !event) {
-      errno = link ? EFAULT : ENOSPC;  // an offloaded socket can be in a few epoll sets only
+      errno = link ? EFAULT : ENOSPC;  // an offloaded socket can be in kMaxEpolls sets only
       return -1;
     }
   } else if (!link) {

@@ -114,6 +114,7 @@ class Preload : public ::testing::Test {
 
   void epoll_set_mixes_offloaded_and_kernel_sockets(const std::string& pmd);
   void poll_and_select_wake_for_an_offloaded_socket(const std::string& pmd);
+  void recvmmsg_honours_flags_and_timeout(const std::string& pmd);
 
   Net net_;
   fs::path scratch_;
@@ -227,6 +228,35 @@ void Preload::poll_and_select_wake_for_an_offloaded_socket(const std::string& pm
 
 TEST_F(Preload, PollAndSelectWakeForAnOffloadedSocket) { poll_and_select_wake_for_an_offloaded_socket("af_packet"); }
 TEST_F(Preload, PollAndSelectWakeWithoutAnLcore) { poll_and_select_wake_for_an_offloaded_socket("af_xdp-no-lcore"); }
+
+// recvmmsg as the kernel's: MSG_WAITFORONE returns what is there after the first datagram; without
+// it the call waits for more until its timeout, which also ends a wait with nothing coming (the
+// kernel only checks it after a datagram); the time left is written back on success only, as the
+// kernel's __sys_recvmmsg does.
+void Preload::recvmmsg_honours_flags_and_timeout(const std::string& pmd) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  pid_t pid = test::start_process(under_preload(pmd, {app().string(), "mmsg", "7107"}), out, err);
+  ASSERT_GT(pid, 0);
+  const bool ready = wait_for(out, "ready");
+  if (ready)
+    for (const char* d : {"a", "b", "c"}) peer_send(*net_.peer, 7107, d);
+  const bool two = ready && wait_for(out, "send two");
+  if (two) {
+    std::this_thread::sleep_for(100ms);
+    peer_send(*net_.peer, 7107, "d");
+    peer_send(*net_.peer, 7107, "e");
+  }
+  const int status = test::wait_process(pid, {.timeout = 20s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_NE(o.find("waitforone got 3"), std::string::npos) << o << e;
+  EXPECT_NE(o.find("quiet -1 Resource temporarily unavailable waited timeout untouched"), std::string::npos) << o << e;
+  EXPECT_NE(o.find("bounded 2 d,e waited left 0"), std::string::npos) << o << e;
+  EXPECT_TRUE(std::regex_search(e, std::regex(R"(udp \*:7107 offloaded: rx 5 packets)"))) << e;
+}
+
+TEST_F(Preload, RecvmmsgHonoursFlagsAndTimeout) { recvmmsg_honours_flags_and_timeout("af_packet"); }
+TEST_F(Preload, RecvmmsgHonoursFlagsAndTimeoutWithoutAnLcore) { recvmmsg_honours_flags_and_timeout("af_xdp-no-lcore"); }
 
 TEST_F(Preload, CloseWakesAThreadBlockedInRecv) {
   test::ProcessOutput r =

@@ -8,6 +8,8 @@
 //   fork PORT                bind *:PORT, fork: the child receives one datagram on its copy
 //   poll PORT                bind *:PORT; poll and select on it wake for one datagram each
 //   echo6 PORT COUNT         a dual-stack IPv6 socket on [::]:PORT echoes COUNT datagrams
+//   mmsg PORT                recvmmsg on *:PORT: MSG_WAITFORONE until 3 datagrams came, a timeout
+//                            with nothing coming, then a timeout that ends a batch of 2
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -201,6 +203,56 @@ int echo6(int port, int count) {
   return 0;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int mmsg(int port) {
+  int fd = bound("0.0.0.0", port);
+  char bufs[8][64];
+  iovec iov[8];
+  mmsghdr msgs[8];
+  auto reset = [&] {
+    for (int i = 0; i < 8; ++i) {
+      iov[i] = {bufs[i], sizeof bufs[i]};
+      msgs[i] = {};
+      msgs[i].msg_hdr.msg_iov = &iov[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+  };
+  say("ready");
+  int got = 0, calls = 0;
+  while (got < 3) {
+    reset();
+    const int n = recvmmsg(fd, msgs, 8, MSG_WAITFORONE, nullptr);
+    if (n <= 0) {
+      say(std::string("waitforone failed: ") + strerror(errno));
+      return 1;
+    }
+    got += n;
+    ++calls;
+  }
+  say("waitforone got " + std::to_string(got));
+  reset();
+  timespec t{0, 200000000};
+  auto t0 = std::chrono::steady_clock::now();
+  int n = recvmmsg(fd, msgs, 8, 0, &t);
+  const int err = errno;
+  say("quiet " + std::to_string(n) + " " + (n < 0 ? strerror(err) : "") + (seconds_since(t0) >= 0.19 ? " waited" : " early") +
+      (t.tv_sec == 0 && t.tv_nsec == 200000000 ? " timeout untouched" : " timeout changed"));
+  say("send two");
+  reset();
+  t = {2, 0};
+  t0 = std::chrono::steady_clock::now();
+  n = recvmmsg(fd, msgs, 8, 0, &t);
+  const double took = seconds_since(t0);
+  say("bounded " + std::to_string(n) + " " + std::string(bufs[0], n > 0 ? msgs[0].msg_len : 0) + "," +
+      std::string(bufs[1], n > 1 ? msgs[1].msg_len : 0) + (took >= 1.9 ? " waited" : " early") +
+      (t.tv_sec == 0 && t.tv_nsec < 100000000 ? " left 0" : " left more"));
+  close(fd);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -213,6 +265,7 @@ int main(int argc, char** argv) {
   if (mode == "fork") return fork_child(a);
   if (mode == "poll") return poll_select(a);
   if (mode == "echo6") return echo6(a, b);
+  if (mode == "mmsg") return mmsg(a);
   fprintf(stderr, "usage: preload_udp_app selftest|epoll|close-blocked|fork|poll PORT [PORT2]\n");
   return 2;
 }
