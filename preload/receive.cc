@@ -13,12 +13,17 @@ namespace {
 
 // The next packet of the slot into *pkt, from the stash first. The caller is the consumer.
 bool take(Runtime& rt, Slot& s, rawpipe_packet* pkt, bool keep) {
-  if (!s.has_stash) {
+  while (!s.has_stash) {
     // Empty: in no-lcore mode this thread runs a pass of the pipeline and looks again.
     if (rt.api->recvfrom_zcopy(rt.pipeline, s.endpoint, &s.stash, 1) != 1 &&
         !(drive(rt) && rt.api->recvfrom_zcopy(rt.pipeline, s.endpoint, &s.stash, 1) == 1))
       return false;
-    s.has_stash = true;
+    if (from_peer(s, s.stash)) {
+      s.has_stash = true;
+    } else {
+      s.rx_not_peer.fetch_add(1, std::memory_order_relaxed);
+      rt.api->free_packets(rt.pipeline, &s.stash, 1);
+    }
   }
   *pkt = s.stash;
   if (!keep) s.has_stash = false;
@@ -86,6 +91,13 @@ ssize_t copy_out(Runtime& rt, Slot& s, const rawpipe_packet& pkt, const iovec* i
 }
 
 }  // namespace
+
+bool from_peer(const Slot& s, const rawpipe_packet& p) {
+  if (!s.connected.load(std::memory_order_acquire)) return true;
+  const rawpipe_addr& peer = s.peer;
+  const std::size_t bytes = peer.family == 4 ? 4 : 16;
+  return p.src.family == peer.family && p.src.port == peer.port && std::memcmp(p.src.addr, peer.addr, bytes) == 0;
+}
 
 std::int64_t monotonic_ns() {
   timespec ts;

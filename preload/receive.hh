@@ -17,6 +17,11 @@ namespace rawpipe::preload {
 // timeout); whichever ends first ends the wait with EAGAIN.
 ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msghdr* msg, std::int64_t deadline_ns = -1);
 
+// A connected UDP socket receives only what its peer sends (the kernel's socket lookup passes it
+// by for other sources); the endpoint's rule names the bound address only, so the receive paths
+// drop the rest, counted in rx_not_peer.
+bool from_peer(const Slot& s, const rawpipe_packet& p);
+
 // CLOCK_MONOTONIC in nanoseconds.
 std::int64_t monotonic_ns();
 

@@ -200,7 +200,8 @@ void summary(const Slot& s) {
   note(std::string("fd ") + std::to_string(s.first_fd) + std::string(" udp ") + addr_text(s.local) +
        std::string(" offloaded: rx ") + std::to_string(s.rx_packets.load()) + std::string(" packets, tx ") +
        std::to_string(s.tx_packets.load()) + std::string(" (") + std::to_string(s.tx_kernel.load()) +
-       " more through the kernel), endpoint socket" + std::to_string(&s - g_runtime.slots));
+       " more through the kernel), endpoint socket" + std::to_string(&s - g_runtime.slots) +
+       (s.rx_not_peer.load() ? "; " + std::to_string(s.rx_not_peer.load()) + " not from the connected peer dropped" : ""));
 }
 
 void shutdown_at_exit() {
@@ -433,7 +434,7 @@ void offer_bind(int fd, FdEntry& e) {
   s->connected.store(false);
   s->n_rules = 0;
   for (EpollLink& l : s->epolls) l = EpollLink{};
-  s->rx_packets = s->rx_bytes = s->rx_truncated = s->tx_packets = s->tx_kernel = 0;
+  s->rx_packets = s->rx_bytes = s->rx_truncated = s->rx_not_peer = s->tx_packets = s->tx_kernel = 0;
   // Nothing can be addressed to the new socket yet: whatever the ring holds is the previous
   // owner's (see drop_fd).
   {

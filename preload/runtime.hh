@@ -70,6 +70,8 @@ struct Slot {
 
   // Counters for the summary and dump_fd_stats.
   std::atomic<std::uint64_t> rx_packets{0}, rx_bytes{0}, rx_truncated{0};
+  // Datagrams from another source than a connected socket's peer: dropped, as the kernel does.
+  std::atomic<std::uint64_t> rx_not_peer{0};
   std::atomic<std::uint64_t> tx_packets{0}, tx_kernel{0};
 };
 

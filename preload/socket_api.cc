@@ -64,7 +64,16 @@ int sa_recvfrom_zcopy(int fd, rawpipe_packet* pkts, unsigned max, int flags) {
     }
     int k = rt->api->recvfrom_zcopy(rt->pipeline, s->endpoint, pkts + n, max - n);
     if (k == 0 && n == 0 && drive(*rt)) k = rt->api->recvfrom_zcopy(rt->pipeline, s->endpoint, pkts, max);
-    if (k > 0) n += static_cast<unsigned>(k);
+    // A connected socket keeps its peer's datagrams only, as recv does (receive.cc).
+    for (int i = 0; i < k; ++i) {
+      if (from_peer(*s, pkts[n])) {
+        ++n;
+        continue;
+      }
+      s->rx_not_peer.fetch_add(1, std::memory_order_relaxed);
+      rt->api->free_packets(rt->pipeline, &pkts[n], 1);
+      std::memmove(&pkts[n], &pkts[n + 1], sizeof pkts[0] * static_cast<unsigned>(k - i - 1));
+    }
     const int ready = n ? 1 : rt->api->arm_fd(rt->pipeline, s->endpoint);
     consumer_leave(*s);
     if (n) {
@@ -94,11 +103,12 @@ int sa_dump_fd_stats(int fd, int level) {
   Runtime* rt = running();
   char line[256];
   const int n = snprintf(line, sizeof line,
-                         "rawpipe-preload: fd %d offloaded on endpoint %u: rx %llu packets %llu bytes (%llu truncated), "
-                         "tx %llu (%llu through the kernel)\n",
+                         "rawpipe-preload: fd %d offloaded on endpoint %u: rx %llu packets %llu bytes (%llu truncated, "
+                         "%llu dropped: not from the connected peer), tx %llu (%llu through the kernel)\n",
                          fd, s->endpoint, static_cast<unsigned long long>(s->rx_packets.load()),
                          static_cast<unsigned long long>(s->rx_bytes.load()),
                          static_cast<unsigned long long>(s->rx_truncated.load()),
+                         static_cast<unsigned long long>(s->rx_not_peer.load()),
                          static_cast<unsigned long long>(s->tx_packets.load()),
                          static_cast<unsigned long long>(s->tx_kernel.load()));
   (void)!libc().write(2, line, static_cast<std::size_t>(n > 0 ? n : 0));

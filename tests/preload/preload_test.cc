@@ -72,6 +72,23 @@ void peer_send(const test::NetNs& peer, int port, const std::string& text) {
   }));
 }
 
+// One datagram from the peer namespace, from source port `from`, to kOurIp:port.
+void peer_send_from(const test::NetNs& peer, int from, int port, const std::string& text) {
+  EXPECT_TRUE(peer.run([&] {
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in src{}, a{};
+    src.sin_family = a.sin_family = AF_INET;
+    src.sin_port = htons(static_cast<uint16_t>(from));
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, kOurIp, &a.sin_addr);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) == 0)
+      sendto(fd, text.data(), text.size(), 0, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    close(fd);
+  }));
+}
+
 bool wait_for(const fs::path& file, const std::string& text, std::chrono::milliseconds limit = 10s) {
   const auto end = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < end) {
@@ -115,6 +132,7 @@ class Preload : public ::testing::Test {
   void epoll_set_mixes_offloaded_and_kernel_sockets(const std::string& pmd);
   void poll_and_select_wake_for_an_offloaded_socket(const std::string& pmd);
   void recvmmsg_honours_flags_and_timeout(const std::string& pmd);
+  void connected_socket_receives_only_its_peer(const std::string& pmd);
 
   Net net_;
   fs::path scratch_;
@@ -257,6 +275,36 @@ void Preload::recvmmsg_honours_flags_and_timeout(const std::string& pmd) {
 
 TEST_F(Preload, RecvmmsgHonoursFlagsAndTimeout) { recvmmsg_honours_flags_and_timeout("af_packet"); }
 TEST_F(Preload, RecvmmsgHonoursFlagsAndTimeoutWithoutAnLcore) { recvmmsg_honours_flags_and_timeout("af_xdp-no-lcore"); }
+
+// A connected socket receives its peer's datagrams only: the same program on kernel sockets (the
+// reference) and offloaded, with a stranger's datagram sent first.
+void Preload::connected_socket_receives_only_its_peer(const std::string& pmd) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  const std::vector<std::string> argv = {app().string(), "connected", "7108", kPeerIp, "7208"};
+  std::vector<std::string> cmd = {"ip", "netns", "exec", net_.ours->name()};
+  cmd.insert(cmd.end(), argv.begin(), argv.end());
+  pid_t pid = test::start_process(pmd == "kernel" ? cmd : under_preload(pmd, argv), out, err);
+  ASSERT_GT(pid, 0);
+  const bool ready = wait_for(out, "ready");
+  if (ready) {
+    std::this_thread::sleep_for(100ms);
+    peer_send_from(*net_.peer, 7209, 7108, "stranger");
+    peer_send_from(*net_.peer, 7208, 7108, "friend");
+    peer_send_from(*net_.peer, 7209, 7108, "stranger");
+    peer_send_from(*net_.peer, 7208, 7108, "friend again");
+  }
+  const int status = test::wait_process(pid, {.timeout = 20s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_EQ(o, "ready\ngot friend\ngot friend again\n") << e;
+  if (pmd != "kernel") {
+    EXPECT_NE(e.find("udp *:7108 offloaded: rx 2 packets"), std::string::npos) << e;
+    EXPECT_NE(e.find("2 not from the connected peer dropped"), std::string::npos) << e;
+  }
+}
+
+TEST_F(Preload, ConnectedSocketReceivesOnlyItsPeerOnKernelSockets) { connected_socket_receives_only_its_peer("kernel"); }
+TEST_F(Preload, ConnectedSocketReceivesOnlyItsPeer) { connected_socket_receives_only_its_peer("af_packet"); }
 
 TEST_F(Preload, CloseWakesAThreadBlockedInRecv) {
   test::ProcessOutput r =

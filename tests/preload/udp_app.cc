@@ -8,6 +8,7 @@
 //   fork PORT                bind *:PORT, fork: the child receives one datagram on its copy
 //   poll PORT                bind *:PORT; poll and select on it wake for one datagram each
 //   echo6 PORT COUNT         a dual-stack IPv6 socket on [::]:PORT echoes COUNT datagrams
+//   connected PORT IP PEER   bind *:PORT, connect to IP:PEER; print the first two datagrams received
 //   mmsg PORT                recvmmsg on *:PORT: MSG_WAITFORONE until 3 datagrams came, a timeout
 //                            with nothing coming, then a timeout that ends a batch of 2
 #include <arpa/inet.h>
@@ -253,6 +254,28 @@ int mmsg(int port) {
   return 0;
 }
 
+int connected(int port, const char* ip, int peer_port) {
+  int fd = bound("0.0.0.0", port);
+  sockaddr_in peer{};
+  peer.sin_family = AF_INET;
+  peer.sin_port = htons(static_cast<uint16_t>(peer_port));
+  inet_pton(AF_INET, ip, &peer.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&peer), sizeof peer) != 0) {
+    say(std::string("connect failed: ") + strerror(errno));
+    return 2;
+  }
+  timeval tv{2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  say("ready");
+  for (int i = 0; i < 2; ++i) {
+    char buf[64] = {};
+    const ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+    say(n >= 0 ? std::string("got ") + buf : std::string("recv: ") + strerror(errno));
+  }
+  close(fd);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -266,6 +289,7 @@ int main(int argc, char** argv) {
   if (mode == "poll") return poll_select(a);
   if (mode == "echo6") return echo6(a, b);
   if (mode == "mmsg") return mmsg(a);
+  if (mode == "connected" && argc > 4) return connected(a, argv[3], atoi(argv[4]));
   fprintf(stderr, "usage: preload_udp_app selftest|epoll|close-blocked|fork|poll PORT [PORT2]\n");
   return 2;
 }
