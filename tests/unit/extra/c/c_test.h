@@ -3,6 +3,7 @@
 #ifndef RAWPIPE_C_TEST_H
 #define RAWPIPE_C_TEST_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -53,6 +54,40 @@ static inline int c_test_recv(const rawpipe_api_t *api, rawpipe_pipeline *h, uin
     if (n == 0) c_test_sleep_ms(1);
   }
   return got;
+}
+
+/* The library's table, or NULL after printing why (the caller exits 1). */
+static inline const rawpipe_api_t *c_test_api(void) {
+  const rawpipe_api_t *api = rawpipe_get_api(RAWPIPE_EXTRA_ABI_VERSION);
+  if (!api) fprintf(stderr, "%s\n", rawpipe_api_error());
+  return api;
+}
+
+/* create(config), or NULL after printing the library's error. */
+static inline rawpipe_pipeline *c_test_create(const rawpipe_api_t *api, const char *config) {
+  rawpipe_pipeline *h = api->create(config);
+  if (!h) fprintf(stderr, "create: %s\n", api->last_error(NULL));
+  return h;
+}
+
+/* A pcap file of `frames` 60-byte UDP datagrams 10.0.0.1:4000 -> 239.1.1.1:5000, one per
+ * microsecond of capture time (a port with timing = "rate" paces them itself). 0 or -1. */
+static inline int c_test_write_group_pcap(const char *path, unsigned frames) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  uint32_t gh[6] = {0xa1b2c3d4, 0x00040002, 0, 0, 65535, 1};
+  fwrite(gh, sizeof gh, 1, f);
+  for (unsigned i = 0; i < frames; ++i) {
+    uint8_t b[60] = {0x01, 0x00, 0x5e, 0x01, 0x01, 0x01, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00};
+    uint8_t *ip = b + 14, *udp = b + 34;
+    ip[0] = 0x45, ip[3] = 28 + 10, ip[8] = 64, ip[9] = 17;
+    ip[12] = 10, ip[15] = 1, ip[16] = 239, ip[17] = 1, ip[18] = 1, ip[19] = 1;
+    udp[0] = 0x0f, udp[1] = 0xa0, udp[2] = 0x13, udp[3] = 0x88, udp[5] = 18;
+    uint32_t rh[4] = {1, i, 60, 60};
+    fwrite(rh, sizeof rh, 1, f);
+    fwrite(b, sizeof b, 1, f);
+  }
+  return fclose(f);
 }
 
 static inline int c_test_finish(const char *name) {

@@ -41,11 +41,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: churn CONFIG\n");
     return 2;
   }
-  const rawpipe_api_t *api = rawpipe_get_api(RAWPIPE_EXTRA_ABI_VERSION);
-  if (!api) {
-    fprintf(stderr, "%s\n", rawpipe_api_error());
-    return 1;
-  }
+  const rawpipe_api_t *api = c_test_api();
+  if (!api) return 1;
   rawpipe_pipeline *h = api->create(argv[1]);
   if (!h) {
     fprintf(stderr, "create: %s\n", api->last_error(NULL));

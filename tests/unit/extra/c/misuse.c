@@ -19,11 +19,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: misuse CONFIG\n");
     return 2;
   }
-  const rawpipe_api_t *api = rawpipe_get_api(RAWPIPE_EXTRA_ABI_VERSION);
-  if (!api) {
-    fprintf(stderr, "%s\n", rawpipe_api_error());
-    return 1;
-  }
+  const rawpipe_api_t *api = c_test_api();
+  if (!api) return 1;
   struct rawpipe_packet pkts[64];
   struct rawpipe_completion comps[4];
   char buf[64];

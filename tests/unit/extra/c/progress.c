@@ -13,24 +13,6 @@
 
 enum { kFrames = 40 };
 
-static int write_pcap(const char *path) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return -1;
-  uint32_t gh[6] = {0xa1b2c3d4, 0x00040002, 0, 0, 65535, 1};
-  fwrite(gh, sizeof gh, 1, f);
-  for (unsigned i = 0; i < kFrames; ++i) {
-    uint8_t b[60] = {0x01, 0x00, 0x5e, 0x01, 0x01, 0x01, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00};
-    uint8_t *ip = b + 14, *udp = b + 34;
-    ip[0] = 0x45, ip[3] = 28 + 10, ip[8] = 64, ip[9] = 17;
-    ip[12] = 10, ip[15] = 1, ip[16] = 239, ip[17] = 1, ip[18] = 1, ip[19] = 1;
-    udp[0] = 0x0f, udp[1] = 0xa0, udp[2] = 0x13, udp[3] = 0x88, udp[5] = 18;
-    uint32_t rh[4] = {1, i, 60, 60};
-    fwrite(rh, sizeof rh, 1, f);
-    fwrite(b, sizeof b, 1, f);
-  }
-  return fclose(f);
-}
-
 static uint64_t rx_packets(const rawpipe_api_t *api, rawpipe_pipeline *h) {
   struct rawpipe_stats s;
   memset(&s, 0, sizeof s);
@@ -41,11 +23,8 @@ static uint64_t rx_packets(const rawpipe_api_t *api, rawpipe_pipeline *h) {
 
 int main(int argc, char **argv) {
   (void)argc, (void)argv;
-  const rawpipe_api_t *api = rawpipe_get_api(RAWPIPE_EXTRA_ABI_VERSION);
-  if (!api) {
-    fprintf(stderr, "%s\n", rawpipe_api_error());
-    return 1;
-  }
+  const rawpipe_api_t *api = c_test_api();
+  if (!api) return 1;
   CHECK(api->caps & RAWPIPE_CAP_PROGRESS);
   CHECK(RAWPIPE_API_HAS(api, progress_fds));
   char dir[] = "/tmp/rawpipe-progress-XXXXXX";
@@ -53,7 +32,7 @@ int main(int argc, char **argv) {
   char pcap[256], cfg[256];
   snprintf(pcap, sizeof pcap, "%s/in.pcap", dir);
   snprintf(cfg, sizeof cfg, "%s/progress.toml", dir);
-  CHECK(write_pcap(pcap) == 0);
+  CHECK(c_test_write_group_pcap(pcap, kFrames) == 0);
   FILE *c = fopen(cfg, "w");
   if (!c) return 1;
   fprintf(c,
@@ -63,11 +42,8 @@ int main(int argc, char **argv) {
           "[[lcores]]\nrx = [\"p0:0\"]\nthread = false\n[metrics]\nstats_segment = false\n",
           pcap);
   fclose(c);
-  rawpipe_pipeline *h = api->create(cfg);
-  if (!h) {
-    fprintf(stderr, "create: %s\n", api->last_error(NULL));
-    return 1;
-  }
+  rawpipe_pipeline *h = c_test_create(api, cfg);
+  if (!h) return 1;
   CHECK(api->progress(NULL) == -1);
   CHECK(api->progress(h) == 0); /* not started: no pass runs */
   int fds[4];

@@ -124,11 +124,8 @@ static uint64_t wait_sent(const rawpipe_api_t *api, rawpipe_pipeline *h, uint64_
 
 int main(int argc, char **argv) {
   (void)argc, (void)argv;
-  const rawpipe_api_t *api = rawpipe_get_api(RAWPIPE_EXTRA_ABI_VERSION);
-  if (!api) {
-    fprintf(stderr, "%s\n", rawpipe_api_error());
-    return 1;
-  }
+  const rawpipe_api_t *api = c_test_api();
+  if (!api) return 1;
   CHECK(api->caps & RAWPIPE_CAP_SEND);
   CHECK(RAWPIPE_API_HAS(api, sendto));
   char dir[] = "/tmp/rawpipe-send-XXXXXX";
@@ -148,11 +145,8 @@ int main(int argc, char **argv) {
           "[[lcores]]\nrx = [\"p0:0\"]\nidle_sleep_us = 100\n[metrics]\nstats_segment = false\n",
           in, outp);
   fclose(c);
-  rawpipe_pipeline *h = api->create(cfg);
-  if (!h) {
-    fprintf(stderr, "create: %s\n", api->last_error(NULL));
-    return 1;
-  }
+  rawpipe_pipeline *h = c_test_create(api, cfg);
+  if (!h) return 1;
   const int port = api->port_id(h, "p0");
   CHECK(port == 0);
   CHECK(api->port_id(h, "nope") == -1);

@@ -64,11 +64,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: smaller CONFIG\n");
     return 2;
   }
-  const rawpipe_api_t *api = rawpipe_get_api(RAWPIPE_EXTRA_ABI_VERSION);
-  if (!api) {
-    fprintf(stderr, "%s\n", rawpipe_api_error());
-    return 1;
-  }
+  const rawpipe_api_t *api = c_test_api();
+  if (!api) return 1;
   /* create() on a directory. */
   char dir[4096];
   snprintf(dir, sizeof dir, "%s", argv[1]);
@@ -94,11 +91,8 @@ int main(int argc, char **argv) {
           "[[lcores]]\nrx = [\"p0:0\"]\nidle_sleep_us = 100\n",
           pcap);
   fclose(c);
-  rawpipe_pipeline *h = api->create(cfg);
-  if (!h) {
-    fprintf(stderr, "create: %s\n", api->last_error(NULL));
-    return 1;
-  }
+  rawpipe_pipeline *h = c_test_create(api, cfg);
+  if (!h) return 1;
   /* A bare name resolves along the plugin path; a second plugin on the endpoint is refused. */
   const char *keys[] = {"width"}, *values[] = {"4"};
   CHECK(api->load_filter_plugin(h, "rawpipe_seq_gap", "endpoint md", keys, values, 1) == 0);

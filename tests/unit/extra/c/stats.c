@@ -40,11 +40,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: stats CONFIG\n");
     return 2;
   }
-  const rawpipe_api_t *api = rawpipe_get_api(RAWPIPE_EXTRA_ABI_VERSION);
-  if (!api) {
-    fprintf(stderr, "%s\n", rawpipe_api_error());
-    return 1;
-  }
+  const rawpipe_api_t *api = c_test_api();
+  if (!api) return 1;
   char dir[] = "/tmp/rawpipe-stats-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
   char cfg[256], seg[128], link[256];
@@ -53,11 +50,8 @@ int main(int argc, char **argv) {
   snprintf(link, sizeof link, "/dev/shm/rawpipe-name.c-stats-%d", (int)getpid());
   CHECK(write_config(argv[1], cfg, 1) == 0);
 
-  rawpipe_pipeline *h = api->create(cfg);
-  if (!h) {
-    fprintf(stderr, "create: %s\n", api->last_error(NULL));
-    return 1;
-  }
+  rawpipe_pipeline *h = c_test_create(api, cfg);
+  if (!h) return 1;
   CHECK(exists(seg));
   CHECK(exists(link));
   unsigned calls = 0;
