@@ -287,6 +287,19 @@ bool start_locked(Control& c) {
     rt.n_queue_fds = q > kMaxQueueFds ? -1 : q;
     if (q < 0) note(std::string("no lcore: ") + api->last_error(p) + "; waiting threads wake every millisecond to poll");
   }
+  for (unsigned i = 0; i < n; ++i) {
+    Slot& s = rt.slots[i];
+    s.ring_fd = s.wake_fd;
+    if (!rt.drive || rt.n_queue_fds <= 0) continue;
+    const int ep = libc().epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) continue;  // the socket's ring descriptor stays its eventfd
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    bool ok = libc().epoll_ctl(ep, EPOLL_CTL_ADD, s.wake_fd, &ev) == 0;
+    for (int q = 0; ok && q < rt.n_queue_fds; ++q) ok = libc().epoll_ctl(ep, EPOLL_CTL_ADD, rt.queue_fds[q], &ev) == 0;
+    if (ok) s.ring_fd = ep;
+    else libc().close(ep);
+  }
   c.state = State::kRunning;
   g_running.store(&rt, std::memory_order_release);
   std::atexit(shutdown_at_exit);
@@ -327,6 +340,19 @@ bool add_rule_locked(Runtime& rt, Slot& s, const rawpipe_addr& dst, std::string*
 }  // namespace
 
 Runtime* running() { return g_running.load(std::memory_order_acquire); }
+
+bool add_offload_rule(const char* line, std::string* error) {
+  OffloadRule rule;
+  if (!line || !parse_offload_rule(line, &rule, error)) {
+    if (!line) *error = "the rule is NULL";
+    return false;
+  }
+  Control& c = control();
+  std::lock_guard lock(c.mu);
+  load_rules(c);  // the environment's rules first, so that this one goes above them
+  c.rules.insert(c.rules.begin(), std::move(rule));
+  return true;
+}
 bool inside() { return t_inside; }
 
 long spin_ns() {

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "rawpipe/extra.h"
 #include "preload/fd_table.hh"
@@ -37,6 +38,10 @@ struct Slot {
   // Fixed at start.
   std::uint16_t endpoint = 0;
   int wake_fd = -1;
+  // The socket's ring descriptor for VMA's get_socket_rings_fds / socketxtreme_poll: wake_fd, or
+  // in no-lcore mode an epoll descriptor over wake_fd and the port's queues (a wait on it must
+  // also end when a pass is due, since no thread runs one otherwise).
+  int ring_fd = -1;
 
   // Bumped when the socket behind the slot is closed: an fd entry or a waiting thread holding an
   // older value learns that its socket is gone.
@@ -119,6 +124,9 @@ inline bool is_offloaded(const FdEntry* e) { return e && e->kind.load(std::memor
 void drop_fd(Slot& s);
 // dup: one more descriptor names the slot.
 void add_fd(Slot& s);
+
+// VMA's add_conf_rule: one offload rule at the top of the list, for later binds. False with *error.
+bool add_offload_rule(const char* line, std::string* error);
 
 // Multicast membership on an offloaded socket (the kernel join already happened).
 void join_group(Slot& s, const rawpipe_addr& group);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -115,6 +116,87 @@ int sa_dump_fd_stats(int fd, int level) {
   return rt->api->dump_fd_stats(rt->pipeline, s->endpoint, level);
 }
 
+// The slot whose ring descriptor (Slot::ring_fd) is ring_fd, or nullptr with EBADF.
+Slot* ring_slot(int ring_fd, std::uint32_t* gen) {
+  Runtime* rt = running();
+  if (rt && ring_fd >= 0)
+    for (unsigned i = 0; i < rt->n_slots; ++i) {
+      Slot& s = rt->slots[i];
+      if (s.ring_fd != ring_fd) continue;
+      *gen = s.gen.load(std::memory_order_acquire);
+      if (s.in_use.load(std::memory_order_acquire)) return &s;
+      break;
+    }
+  errno = EBADF;
+  return nullptr;
+}
+
+int sa_get_socket_rings_fds(int fd, int* ring_fds, int n) {
+  Slot* s = socket_slot(fd);
+  if (!s) return -1;
+  if (n < 0 || (n > 0 && !ring_fds)) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (n > 0) ring_fds[0] = s->ring_fd;
+  return 1;
+}
+
+int sa_socketxtreme_poll(int ring_fd, rawpipe_completion* out, unsigned n, int flags) {
+  std::uint32_t gen = 0;
+  Slot* s = ring_slot(ring_fd, &gen);
+  if (!s) return -1;
+  if (!out || n == 0 || flags != 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  Runtime* rt = running();
+  rawpipe_packet pkts[64];
+  for (;;) {
+    if (!consumer_enter(*s, gen)) {
+      errno = EBADF;
+      return -1;
+    }
+    unsigned got = 0;
+    if (s->has_stash) {  // a packet recv's MSG_PEEK or poll's check took
+      pkts[got++] = s->stash;
+      s->has_stash = false;
+    }
+    const unsigned want = std::min<unsigned>(n, 64) - got;
+    int k = want ? rt->api->recvfrom_zcopy(rt->pipeline, s->endpoint, pkts + got, want) : 0;
+    if (k == 0 && got == 0 && drive(*rt)) k = rt->api->recvfrom_zcopy(rt->pipeline, s->endpoint, pkts, want);
+    unsigned done = 0;
+    for (unsigned i = 0; i < got + static_cast<unsigned>(std::max(k, 0)); ++i) {
+      if (!from_peer(*s, pkts[i])) {
+        s->rx_not_peer.fetch_add(1, std::memory_order_relaxed);
+        rt->api->free_packets(rt->pipeline, &pkts[i], 1);
+        continue;
+      }
+      out[done].packet = pkts[i];
+      out[done].user_data = static_cast<std::uint64_t>(s->first_fd);
+      ++done;
+    }
+    // Nothing: arm the ring descriptor so that a wait on it ends with the next packet (1: one
+    // slipped in meanwhile; look again).
+    const int armed = done ? 0 : rt->api->arm_fd(rt->pipeline, s->endpoint);
+    consumer_leave(*s);
+    if (done) {
+      s->rx_packets.fetch_add(done, std::memory_order_relaxed);
+      return static_cast<int>(done);
+    }
+    if (armed != 1) return 0;
+  }
+}
+
+int sa_add_conf_rule(const char* line) {
+  std::string error;
+  if (add_offload_rule(line, &error)) return 0;
+  const std::string msg = "rawpipe-preload: add_conf_rule: " + error + "\n";
+  (void)!libc().write(2, msg.data(), msg.size());
+  errno = EINVAL;
+  return -1;
+}
+
 int sa_offload(int fd, int on) {
   Slot* s = socket_slot(fd);
   if (!s) return -1;
@@ -124,7 +206,8 @@ int sa_offload(int fd, int on) {
 
 const rawpipe_socket_api g_table = {
     sizeof(rawpipe_socket_api), 0, nullptr, &sa_pipeline, &sa_socket_endpoint, &sa_register_recv_callback,
-    &sa_recvfrom_zcopy, &sa_free_packets, &sa_dump_fd_stats, &sa_offload,
+    &sa_recvfrom_zcopy, &sa_free_packets, &sa_dump_fd_stats, &sa_offload, &sa_get_socket_rings_fds,
+    &sa_socketxtreme_poll, nullptr, nullptr, &sa_add_conf_rule,
 };
 
 }  // namespace
@@ -137,6 +220,8 @@ int get_socket_api(void* value, socklen_t* len) {
   static rawpipe_socket_api table = [] {
     rawpipe_socket_api t = g_table;
     t.api = rawpipe_get_api(RAWPIPE_EXTRA_ABI_VERSION);
+    t.socketxtreme_ref_buff = t.api ? t.api->ref_buff : nullptr;
+    t.socketxtreme_free_buff = t.api ? t.api->free_buff : nullptr;
     return t;
   }();
   const rawpipe_socket_api* p = &table;

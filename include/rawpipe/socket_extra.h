@@ -19,6 +19,7 @@
 #ifndef RAWPIPE_SOCKET_EXTRA_H
 #define RAWPIPE_SOCKET_EXTRA_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rawpipe/extra.h"
@@ -58,7 +59,33 @@ struct rawpipe_socket_api {
   /* XLIO's thread_offload at socket level: on = 0 leaves fd's traffic to the kernel socket (ports
    * that can steer it back: af_xdp, mlx5), 1 takes it again. 0 or -1. */
   int (*offload)(int fd, int on);
+
+  /* ---- appended after the first release of this table: test `size` (RAWPIPE_SOCKET_API_HAS) ---- */
+
+  /* VMA's get_socket_rings_fds: fd's ring descriptor, to wait on (epoll, poll) and to give
+   * socketxtreme_poll: readable when fd has packets, and in no-lcore mode (rawpipe exec
+   * --no-lcore) also when the port has some and a pass is due (socketxtreme_poll runs it).
+   * Writes it when n >= 1 and returns 1, or -1 (EBADF, or EINVAL for ring_fds NULL with n > 0). */
+  int (*get_socket_rings_fds)(int fd, int *ring_fds, int n);
+  /* VMA's socketxtreme_poll on a ring descriptor from get_socket_rings_fds: up to n completions,
+   * each a packet of the ring's socket without a copy, user_data = that socket's fd. The caller
+   * owns each packet and returns it with socketxtreme_free_buff(packet.handle) (or free_packets).
+   * Never blocks: 0 when nothing is waiting, and then the ring descriptor is armed, so an
+   * epoll/poll on it wakes for the next packet. flags must be 0. -1 with EBADF for a descriptor
+   * that is no ring descriptor (or whose socket was closed), EINVAL for bad arguments. */
+  int (*socketxtreme_poll)(int ring_fd, struct rawpipe_completion *out, unsigned n, int flags);
+  /* VMA's socketxtreme_ref_vma_buff / socketxtreme_free_vma_buff: the pipeline table's ref_buff
+   * and free_buff, for the handles of socketxtreme_poll's packets. */
+  int (*socketxtreme_ref_buff)(void *handle);
+  int (*socketxtreme_free_buff)(void *handle);
+  /* VMA's add_conf_rule: one offload rule ("use rawpipe udp 239.1.0.0/16:*", the grammar of
+   * RAWPIPE_OFFLOAD) at the top of the list, for sockets bound from now on (not those already
+   * bound, as in VMA). 0, or -1 with errno EINVAL (the reason on stderr). */
+  int (*add_conf_rule)(const char *line);
 };
+
+/* Whether a table from SO_RAWPIPE_GET_API has `field` (an older library's table is shorter). */
+#define RAWPIPE_SOCKET_API_HAS(api, field) (offsetof(struct rawpipe_socket_api, field) < (api)->size)
 
 #ifdef __cplusplus
 }

@@ -133,6 +133,7 @@ class Preload : public ::testing::Test {
   void poll_and_select_wake_for_an_offloaded_socket(const std::string& pmd);
   void recvmmsg_honours_flags_and_timeout(const std::string& pmd);
   void connected_socket_receives_only_its_peer(const std::string& pmd);
+  void socketxtreme_poll_sleeps_on_the_ring_descriptor(const std::string& pmd);
 
   Net net_;
   fs::path scratch_;
@@ -427,6 +428,38 @@ TEST_F(Preload, ExtraApiThroughASocketHoldsAndZeroCopyReceives) {
   EXPECT_EQ(status, 0) << o << e;
   EXPECT_TRUE(std::regex_search(o, std::regex(R"(held 100 received 100 kernel-fd-refused 1)"))) << o << e;
   EXPECT_NE(e.find("offloaded on endpoint"), std::string::npos) << e;
+}
+
+// SocketXtreme the VMA way: the ring descriptor after bind, socketxtreme_poll until empty, then
+// epoll_wait on the ring descriptor (armed by the empty poll) until the next packet; add_conf_rule
+// keeps the next port's socket on the kernel. Datagrams are sent one at a time, each after the
+// program has gone back to sleep, so every one of them is a wake-up.
+void Preload::socketxtreme_poll_sleeps_on_the_ring_descriptor(const std::string& pmd) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  const fs::path prog = test::build_dir() / "tests" / "preload" / "preload_xtreme_fd";
+  pid_t pid = test::start_process(under_preload(pmd, {prog.string(), "7115", "20"}), out, err);
+  ASSERT_GT(pid, 0);
+  const bool ready = wait_for(out, "ready");
+  if (ready)
+    for (int i = 0; i < 20; ++i) {
+      std::this_thread::sleep_for(20ms);
+      peer_send(*net_.peer, 7115, "xtreme " + std::to_string(i));
+    }
+  const int status = test::wait_process(pid, {.timeout = 30s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  ASSERT_TRUE(ready) << o << e;
+  EXPECT_EQ(status, 0) << o << e;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(o, m, std::regex(R"(xtreme received 20 sleeps (\d+) foreign 0 refs 1 bad-rule-refused 1 kernel-socket 1 not-a-ring 1)")))
+      << o << e;
+  EXPECT_GE(std::stoul(m[1]), 10u) << o;  // it slept between most datagrams
+  EXPECT_NE(e.find("udp *:7115 offloaded: rx 20 packets"), std::string::npos) << e;
+  EXPECT_NE(e.find("add_conf_rule"), std::string::npos) << e;  // the refused rule, said why
+}
+
+TEST_F(Preload, SocketxtremePollSleepsOnTheRingDescriptor) { socketxtreme_poll_sleeps_on_the_ring_descriptor("af_packet"); }
+TEST_F(Preload, SocketxtremePollSleepsOnTheRingDescriptorWithoutAnLcore) {
+  socketxtreme_poll_sleeps_on_the_ring_descriptor("af_xdp-no-lcore");
 }
 
 TEST(PreloadAbsent, SocketApiIsTheKernelsAnswerWithoutTheLibrary) {
