@@ -18,6 +18,7 @@
 
 #include "commands.hh"
 #include "consumer.hh"
+#include "driver.hh"
 #include "live_line.hh"
 #include "log.hh"
 #include "output_path.hh"
@@ -211,6 +212,16 @@ int run_command(const RunOptions& options) {
     (void)pipeline->stop();
     return 1;
   }
+  // Lcores with thread = false: this run has no application thread to drive them.
+  ThreadlessDriver driver;
+  if (Status s = driver.start(*pipeline); !s) {
+    log_error("{}", s.message());
+    consumer.stop();
+    (void)pipeline->stop();
+    return 1;
+  }
+  if (driver.running())
+    log_info("lcores with thread = false: one thread drives them, sleeping on the ports' queues when they are idle");
 
   // Counters for `rawpipe stat`, published off the lcores; a pipeline runs without them if /dev/shm fails.
   ops::StatsPublisher publisher;
@@ -231,6 +242,7 @@ int run_command(const RunOptions& options) {
   if (!plan.metrics.listen.empty()) {
     if (Status s = metrics.start(*pipeline, stats_name, plan.metrics.listen); !s) {
       log_error("{}", s.message());
+      driver.stop();
       consumer.stop();
       (void)pipeline->stop();
       return 1;
@@ -250,6 +262,7 @@ int run_command(const RunOptions& options) {
     auto dropped = privilege::drop_privileges(req);
     if (!dropped) {
       log_error("cannot drop privileges, stopping: {}", dropped.message());
+      driver.stop();
       consumer.stop();
       (void)pipeline->stop();
       publisher.stop();
@@ -299,6 +312,7 @@ int run_command(const RunOptions& options) {
     std::this_thread::sleep_until(wake);
   }
   const PipelineSnapshot last = pipeline->snapshot();
+  driver.stop();
   consumer.stop();
   Status stopped = pipeline->stop();
   if (!stopped) log_error("stopping: {}", stopped.message());

@@ -92,7 +92,8 @@ const KeyDoc kLcoreDocs[] = {
      "microseconds to sleep after a pass that found nothing; 0: busy poll"},
     {"rx", "string list", "\"PORT:QUEUE\" entries", "[]", "the rx queues this lcore polls"},
     {"thread", "boolean", "true, false", "true",
-     "false: no thread of its own; the application's threads poll its queues while they wait (Pipeline::progress)"},
+     "false: no thread of its own; the application's threads poll its queues while they wait (Pipeline::progress); "
+     "rawpipe run drives it from one thread that sleeps while the ports are idle"},
 };
 
 }  // namespace

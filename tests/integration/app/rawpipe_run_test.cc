@@ -217,6 +217,45 @@ idle_sleep_us = 200
   EXPECT_LE(j["drained_at_stop"].get<std::uint64_t>(), 2u);
 }
 
+// An lcore with thread = false gets no lcore thread; rawpipe run, which has no application thread
+// to drive it, gives it one driver thread that sleeps when the port is idle (synth has no queue
+// descriptor: it naps a millisecond at a time). Every packet is still accounted for.
+TEST_F(RawpipeBinary, ThreadlessLcoreIsDrivenByOneThread) {
+  const fs::path cfg = tmp_ / "threadless.toml";
+  std::ofstream(cfg) << R"([[pools]]
+name = "rx"
+count = 1024
+[[ports]]
+name = "s"
+pmd = "synth"
+rate_pps = 2000
+[[endpoints]]
+name = "app"
+action = "ring"
+match = ["udp dst *:5000"]
+[[lcores]]
+rx = ["s:0"]
+thread = false
+)";
+  const fs::path json = tmp_ / "threadless.json";
+  const pid_t pid = start_process({bin_.string(), "run", cfg.string(), "--duration", "3", "--json", json.string()},
+                                  tmp_ / "stdout", tmp_ / "stderr");
+  ASSERT_GT(pid, 0);
+  long driver = -1;
+  for (int i = 0; i < 300 && driver < 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    driver = thread_ticks(pid, "rawpipe-drive");
+  }
+  const long lcore = thread_ticks(pid, "rawpipe-lc0");
+  ASSERT_EQ(wait_process(pid), 0) << slurp(tmp_ / "stdout") << slurp(tmp_ / "stderr");
+  EXPECT_GE(driver, 0) << "no rawpipe-drive thread";
+  EXPECT_LT(lcore, 0) << "an lcore thread runs for a thread = false lcore";
+  EXPECT_NE(slurp(tmp_ / "stdout").find("one thread drives them"), std::string::npos) << slurp(tmp_ / "stdout");
+  auto j = read_json(json);
+  expect_balanced(j);
+  EXPECT_GT(j["delivered_per_endpoint"]["app"].get<std::uint64_t>(), 1000u);
+}
+
 TEST_F(RawpipeBinary, SigintStopsCleanly) {
   const fs::path json = tmp_ / "sigint.json";
   // SIGINT after 3 s: setup takes most of a second under the sanitizers, and the first live line
