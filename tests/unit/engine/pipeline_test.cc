@@ -587,9 +587,9 @@ TEST(Pipeline, ThreadlessLcoreRunsOnlyInTheApplicationsPasses) {
 
   const std::uint64_t total = 3 * kRepeat;
   std::atomic<bool> done{false};
-  std::atomic<std::uint64_t> passes_by_helper{0};
+  std::atomic<std::uint64_t> received_by_helper{0};
   std::thread helper([&] {
-    while (!done.load()) passes_by_helper += p->progress() != 0;
+    while (!done.load()) received_by_helper += p->progress();
   });
   std::uint64_t consumed = 0, received_here = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -613,7 +613,9 @@ TEST(Pipeline, ThreadlessLcoreRunsOnlyInTheApplicationsPasses) {
   EXPECT_EQ(a.delivered_per_endpoint[1], kRepeat);
   EXPECT_EQ(drop(a, DropReason::kNoMatch), kRepeat);
   EXPECT_TRUE(a.balanced());
-  EXPECT_GT(received_here, 0u);
+  // Each packet was received in exactly one pass, whichever thread ran it (which thread wins
+  // the passes is up to the scheduler: under TSan the helper may take them all).
+  EXPECT_EQ(received_here + received_by_helper.load(), total);
   const PipelineSnapshot s = p->snapshot();
   ASSERT_EQ(s.lcores.size(), 1u);
   EXPECT_EQ(s.lcores[0].rx_packets, total);
