@@ -13,17 +13,11 @@ namespace {
 
 // The next packet of the slot into *pkt, from the stash first. The caller is the consumer.
 bool take(Runtime& rt, Slot& s, rawpipe_packet* pkt, bool keep) {
-  while (!s.has_stash) {
-    // Empty: in no-lcore mode this thread runs a pass of the pipeline and looks again.
-    if (rt.api->recvfrom_zcopy(rt.pipeline, s.endpoint, &s.stash, 1) != 1 &&
-        !(drive(rt) && rt.api->recvfrom_zcopy(rt.pipeline, s.endpoint, &s.stash, 1) == 1))
-      return false;
-    if (from_peer(s, s.stash)) {
-      s.has_stash = true;
-    } else {
-      s.rx_not_peer.fetch_add(1, std::memory_order_relaxed);
-      rt.api->free_packets(rt.pipeline, &s.stash, 1);
-    }
+  if (!s.has_stash) {
+    rawpipe_packet next;
+    if (take_burst(rt, s, &next, 1) == 0) return false;
+    s.stash = next;
+    s.has_stash = true;
   }
   *pkt = s.stash;
   if (!keep) s.has_stash = false;
@@ -92,11 +86,44 @@ ssize_t copy_out(Runtime& rt, Slot& s, const rawpipe_packet& pkt, const iovec* i
 
 }  // namespace
 
+namespace {
+
+// A connected UDP socket receives only what its peer sends (the kernel's socket lookup passes it
+// by for other sources); the endpoint's rule names the bound address only, so the rest is
+// dropped here.
 bool from_peer(const Slot& s, const rawpipe_packet& p) {
-  if (!s.connected.load(std::memory_order_acquire)) return true;
   const rawpipe_addr& peer = s.peer;
   const std::size_t bytes = peer.family == 4 ? 4 : 16;
   return p.src.family == peer.family && p.src.port == peer.port && std::memcmp(p.src.addr, peer.addr, bytes) == 0;
+}
+
+}  // namespace
+
+unsigned take_burst(Runtime& rt, Slot& s, rawpipe_packet* pkts, unsigned max) {
+  unsigned n = 0;
+  if (max && s.has_stash) {
+    pkts[n++] = s.stash;
+    s.has_stash = false;
+  }
+  for (;;) {
+    int k = rt.api->recvfrom_zcopy(rt.pipeline, s.endpoint, pkts + n, max - n);
+    // Empty: in no-lcore mode this thread runs a pass of the pipeline and looks again.
+    if (k == 0 && n == 0 && drive(rt)) k = rt.api->recvfrom_zcopy(rt.pipeline, s.endpoint, pkts, max);
+    if (k <= 0) return n;
+    const unsigned end = n + static_cast<unsigned>(k);
+    if (!s.connected.load(std::memory_order_acquire)) return end;
+    const unsigned before = n;
+    for (unsigned i = n; i < end; ++i) {
+      if (from_peer(s, pkts[i])) {
+        pkts[n++] = pkts[i];
+        continue;
+      }
+      s.rx_not_peer.fetch_add(1, std::memory_order_relaxed);
+      rt.api->free_packets(rt.pipeline, &pkts[i], 1);
+    }
+    // Everything the ring gave was someone else's: look again rather than report empty.
+    if (n != before || n == max) return n;
+  }
 }
 
 std::int64_t monotonic_ns() {

@@ -17,10 +17,12 @@ namespace rawpipe::preload {
 // timeout); whichever ends first ends the wait with EAGAIN.
 ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msghdr* msg, std::int64_t deadline_ns = -1);
 
-// A connected UDP socket receives only what its peer sends (the kernel's socket lookup passes it
-// by for other sources); the endpoint's rule names the bound address only, so the receive paths
-// drop the rest, counted in rx_not_peer.
-bool from_peer(const Slot& s, const rawpipe_packet& p);
+// Up to max packets of the slot without a copy, into pkts: the stash first (what MSG_PEEK or a
+// readiness check took), then the endpoint's ring, with a pass of the pipeline in no-lcore mode
+// when the ring is empty. A connected socket keeps its peer's datagrams only (the kernel's
+// socket lookup passes it by for other sources); the rest are freed, counted in rx_not_peer.
+// The caller is the slot's consumer. Returns how many pkts holds.
+unsigned take_burst(Runtime& rt, Slot& s, rawpipe_packet* pkts, unsigned max);
 
 // CLOCK_MONOTONIC in nanoseconds.
 std::int64_t monotonic_ns();

@@ -58,23 +58,7 @@ int sa_recvfrom_zcopy(int fd, rawpipe_packet* pkts, unsigned max, int flags) {
       errno = EBADF;
       return -1;
     }
-    unsigned n = 0;
-    if (s->has_stash) {  // a packet recv's MSG_PEEK or poll's check took
-      pkts[n++] = s->stash;
-      s->has_stash = false;
-    }
-    int k = rt->api->recvfrom_zcopy(rt->pipeline, s->endpoint, pkts + n, max - n);
-    if (k == 0 && n == 0 && drive(*rt)) k = rt->api->recvfrom_zcopy(rt->pipeline, s->endpoint, pkts, max);
-    // A connected socket keeps its peer's datagrams only, as recv does (receive.cc).
-    for (int i = 0; i < k; ++i) {
-      if (from_peer(*s, pkts[n])) {
-        ++n;
-        continue;
-      }
-      s->rx_not_peer.fetch_add(1, std::memory_order_relaxed);
-      rt->api->free_packets(rt->pipeline, &pkts[n], 1);
-      std::memmove(&pkts[n], &pkts[n + 1], sizeof pkts[0] * static_cast<unsigned>(k - i - 1));
-    }
+    const unsigned n = take_burst(*rt, *s, pkts, max);
     const int ready = n ? 1 : rt->api->arm_fd(rt->pipeline, s->endpoint);
     consumer_leave(*s);
     if (n) {
@@ -157,24 +141,10 @@ int sa_socketxtreme_poll(int ring_fd, rawpipe_completion* out, unsigned n, int f
       errno = EBADF;
       return -1;
     }
-    unsigned got = 0;
-    if (s->has_stash) {  // a packet recv's MSG_PEEK or poll's check took
-      pkts[got++] = s->stash;
-      s->has_stash = false;
-    }
-    const unsigned want = std::min<unsigned>(n, 64) - got;
-    int k = want ? rt->api->recvfrom_zcopy(rt->pipeline, s->endpoint, pkts + got, want) : 0;
-    if (k == 0 && got == 0 && drive(*rt)) k = rt->api->recvfrom_zcopy(rt->pipeline, s->endpoint, pkts, want);
-    unsigned done = 0;
-    for (unsigned i = 0; i < got + static_cast<unsigned>(std::max(k, 0)); ++i) {
-      if (!from_peer(*s, pkts[i])) {
-        s->rx_not_peer.fetch_add(1, std::memory_order_relaxed);
-        rt->api->free_packets(rt->pipeline, &pkts[i], 1);
-        continue;
-      }
-      out[done].packet = pkts[i];
-      out[done].user_data = static_cast<std::uint64_t>(s->first_fd);
-      ++done;
+    const unsigned done = take_burst(*rt, *s, pkts, std::min<unsigned>(n, std::size(pkts)));
+    for (unsigned i = 0; i < done; ++i) {
+      out[i].packet = pkts[i];
+      out[i].user_data = static_cast<std::uint64_t>(s->first_fd);
     }
     // Nothing: arm the ring descriptor so that a wait on it ends with the next packet (1: one
     // slipped in meanwhile; look again).
