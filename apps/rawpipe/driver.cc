@@ -12,12 +12,9 @@ namespace rawpipe::app {
 
 Status ThreadlessDriver::start(Pipeline& pipeline) {
   if (!pipeline.has_threadless_lcores()) return Status::ok();
-  std::vector<int> queue_fds;
-  bool nap = false;
-  if (auto fds = pipeline.progress_fds())
-    queue_fds = std::move(fds).value();
-  else
-    nap = true;  // a queue without a descriptor: wake every millisecond
+  const Pipeline::ProgressFds& queues = pipeline.progress_fds();
+  const bool nap = !queues.missing.empty();  // a queue without a descriptor: wake every millisecond
+  std::vector<int> queue_fds = queues.fds;
   if (stop_fd_ < 0) {
     stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (stop_fd_ < 0) return Status::errorf("lcore driver: eventfd: {}", std::strerror(errno));

@@ -182,9 +182,14 @@ class RAWPIPE_API Pipeline {
   bool has_threadless_lcores() const noexcept;
   // Descriptors that poll readable while a queue of a threadless lcore has packets waiting: a
   // waiter sleeps on them (with its endpoints' descriptors) instead of spinning in progress().
-  // Their readiness is level-triggered and says only "call progress()". An error names a queue
+  // Their readiness is level-triggered and says only "call progress()". `missing` names a queue
   // whose driver offers no such descriptor; the waiter must then poll progress() on a timer.
-  Result<std::vector<int>> progress_fds() const;
+  // Collected once by start() (before it, `missing` says so); any thread may read it after.
+  struct ProgressFds {
+    std::vector<int> fds;
+    std::string missing;
+  };
+  const ProgressFds& progress_fds() const noexcept { return progress_fds_; }
 
   // MT-safe, any thread, any time.
   PipelineSnapshot snapshot() const;
@@ -291,6 +296,7 @@ class RAWPIPE_API Pipeline {
   std::unique_ptr<PipelineParts> parts_;
   std::unique_ptr<RunControl> run_;
   EndpointQueues* queues_ = nullptr;  // parts_->queues: one load less on the consumer's calls
+  ProgressFds progress_fds_{{}, "the pipeline has not started: its queues have no descriptors yet"};
 };
 
 }  // namespace rawpipe

@@ -70,7 +70,28 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const Plan& plan) {
   return p;
 }
 
-Status Pipeline::start() { return run_->start(); }
+Status Pipeline::start() {
+  RAWPIPE_TRY(run_->start());
+  // The ports' descriptors exist once they started; waiters read the list on every sleep.
+  ProgressFds collected;
+  for (const LcorePlan& l : plan_.lcores) {
+    if (l.thread) continue;
+    for (const LcorePlan::RxQueue& q : l.rx) {
+      const int fd = port(q.port).rx_wait_fd(q.queue);
+      if (fd >= 0) {
+        collected.fds.push_back(fd);
+      } else if (collected.missing.empty()) {
+        collected.missing = fmt::format(
+            "lcore {} (thread = false): port '{}' (driver {}) offers no descriptor to wait on for queue {}; a waiting "
+            "thread must poll",
+            l.id, port_name(q.port), port_pmd(q.port), q.queue);
+      }
+    }
+  }
+  if (!collected.missing.empty()) collected.fds.clear();
+  progress_fds_ = std::move(collected);
+  return Status::ok();
+}
 void Pipeline::request_stop() noexcept { run_->request_stop(); }
 Status Pipeline::stop() { return run_->stop(); }
 bool Pipeline::running() const noexcept { return run_->running(); }
@@ -87,22 +108,6 @@ bool Pipeline::has_threadless_lcores() const noexcept {
   for (const LcorePlan& l : plan_.lcores)
     if (!l.thread) return true;
   return false;
-}
-
-Result<std::vector<int>> Pipeline::progress_fds() const {
-  std::vector<int> fds;
-  for (const LcorePlan& l : plan_.lcores) {
-    if (l.thread) continue;
-    for (const LcorePlan::RxQueue& q : l.rx) {
-      const int fd = port(q.port).rx_wait_fd(q.queue);
-      if (fd < 0)
-        return Status::errorf("lcore {} (thread = false): port '{}' (driver {}) offers no descriptor to wait on for queue "
-                              "{}; a waiting thread must poll",
-                              l.id, port_name(q.port), port_pmd(q.port), q.queue);
-      fds.push_back(fd);
-    }
-  }
-  return fds;
 }
 
 unsigned Pipeline::endpoint_receive(std::uint16_t endpoint, Mbuf** out, unsigned n) noexcept {

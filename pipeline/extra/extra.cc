@@ -791,9 +791,9 @@ int api_progress(rawpipe_pipeline* h) {
 
 int api_progress_fds(rawpipe_pipeline* h, int* fds, unsigned max) {
   if (!check_handle(h, "progress_fds") || !array_ok(h, fds, max, "progress_fds")) return -1;
-  auto got = h->pipeline->progress_fds();
-  if (!got) return fail(h, "progress_fds: " + got.message());
-  const std::vector<int>& all = got.value();
+  const Pipeline::ProgressFds& got = h->pipeline->progress_fds();
+  if (!got.missing.empty()) return fail(h, "progress_fds: " + got.missing);
+  const std::vector<int>& all = got.fds;
   std::copy_n(all.begin(), std::min<std::size_t>(all.size(), max), fds);
   return static_cast<int>(all.size());
 }
@@ -810,12 +810,8 @@ int api_recv_wait(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_packet* out, un
   // without a descriptor leaves a timed sleep: a pass at least every millisecond.
   Pipeline& pl = *h->pipeline;
   const bool drive = pl.has_threadless_lcores();
-  std::vector<int> queue_fds;
-  int nap_ms = -1;
-  if (drive) {
-    if (auto fds = pl.progress_fds()) queue_fds = std::move(fds).value();
-    else nap_ms = 1;
-  }
+  const Pipeline::ProgressFds& queues = pl.progress_fds();
+  const int nap_ms = drive && !queues.missing.empty() ? 1 : -1;
   for (;;) {
     int n = receive();
     if (n == 0 && drive && pl.progress() != 0) n = receive();
@@ -834,7 +830,7 @@ int api_recv_wait(rawpipe_pipeline* h, std::uint16_t ep, rawpipe_packet* out, un
       left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
     }
     if (nap_ms >= 0 && (left < 0 || left > nap_ms)) left = nap_ms;
-    auto woke = wake_sleep(fd, left, queue_fds);
+    auto woke = wake_sleep(fd, left, queues.fds);
     if (!woke) return fail(h, "recv_wait: " + woke.message());
     if (!woke.value() && timeout_ms >= 0 && std::chrono::steady_clock::now() >= deadline) {
       if (drive) (void)pl.progress();
