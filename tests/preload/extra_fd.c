@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "rawpipe/socket_extra.h"
+#include "vma_way.h"
 
 #define MAX_HELD 4096
 
@@ -38,18 +38,9 @@ int main(int argc, char **argv) {
   }
   const int port = atoi(argv[1]);
   const unsigned count = (unsigned)atoi(argv[2]);
-  struct rawpipe_socket_api *api = NULL;
-  socklen_t len = sizeof api;
-  if (getsockopt(-1, SOL_SOCKET, SO_RAWPIPE_GET_API, &api, &len) != 0 || !api) {
-    printf("no rawpipe socket API (%s): plain sockets\n", strerror(errno));
-    return 3;
-  }
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_ANY)};
-  if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
-    printf("bind: %s\n", strerror(errno));
-    return 1;
-  }
+  struct rawpipe_socket_api *api = vma_way_api();
+  if (!api) return 3;
+  int fd = vma_way_bound(port);
   if (api->register_recv_callback(fd, every_other, NULL) != 0) {
     printf("register_recv_callback: %s (is the socket offloaded?)\n", strerror(errno));
     return 1;

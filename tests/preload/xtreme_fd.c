@@ -17,17 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "rawpipe/socket_extra.h"
-
-static int bound(int port) {
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_ANY)};
-  if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
-    printf("bind %d: %s\n", port, strerror(errno));
-    exit(1);
-  }
-  return fd;
-}
+#include "vma_way.h"
 
 int main(int argc, char **argv) {
   if (argc != 3) {
@@ -36,12 +26,8 @@ int main(int argc, char **argv) {
   }
   const int port = atoi(argv[1]);
   const unsigned count = (unsigned)atoi(argv[2]);
-  struct rawpipe_socket_api *api = NULL;
-  socklen_t len = sizeof api;
-  if (getsockopt(-1, SOL_SOCKET, SO_RAWPIPE_GET_API, &api, &len) != 0 || !api) {
-    printf("no rawpipe socket API (%s): plain sockets\n", strerror(errno));
-    return 3;
-  }
+  struct rawpipe_socket_api *api = vma_way_api();
+  if (!api) return 3;
   if (!RAWPIPE_SOCKET_API_HAS(api, add_conf_rule)) {
     printf("the library's table has no SocketXtreme calls\n");
     return 1;
@@ -56,8 +42,8 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  const int fd = bound(port);
-  const int kernel_fd = bound(port + 1);
+  const int fd = vma_way_bound(port);
+  const int kernel_fd = vma_way_bound(port + 1);
   const int kept_on_kernel = api->socket_endpoint(kernel_fd) == -1 && errno == EBADF;
 
   /* RX ring is available after bind() */

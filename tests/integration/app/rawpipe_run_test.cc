@@ -166,6 +166,16 @@ long thread_ticks(pid_t pid, const std::string& name) {
   return -1;
 }
 
+// Waits up to 3 s for the thread of pid named `name` to exist; its CPU time then, or -1.
+long wait_for_thread(pid_t pid, const std::string& name) {
+  long ticks = -1;
+  for (int i = 0; i < 300 && ticks < 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ticks = thread_ticks(pid, name);
+  }
+  return ticks;
+}
+
 // The ring consumer spins only while packets come (docs/consumer-wait.md): at 20 packets per
 // second it sleeps on the endpoint's descriptor between them, and still receives every one. (The
 // rate is low so that the spin after each packet stays far below the limit even in a sanitizer
@@ -191,11 +201,7 @@ idle_sleep_us = 200
   const pid_t pid = start_process({bin_.string(), "run", cfg.string(), "--duration", "3", "--json", json.string()},
                                   tmp_ / "stdout", tmp_ / "stderr");
   ASSERT_GT(pid, 0);
-  long before = -1;
-  for (int i = 0; i < 200 && before < 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    before = thread_ticks(pid, "rawpipe-consume");
-  }
+  long before = wait_for_thread(pid, "rawpipe-consume");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past start-up
   before = thread_ticks(pid, "rawpipe-consume");
   const auto t0 = std::chrono::steady_clock::now();
@@ -241,11 +247,7 @@ thread = false
   const pid_t pid = start_process({bin_.string(), "run", cfg.string(), "--duration", "3", "--json", json.string()},
                                   tmp_ / "stdout", tmp_ / "stderr");
   ASSERT_GT(pid, 0);
-  long driver = -1;
-  for (int i = 0; i < 300 && driver < 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    driver = thread_ticks(pid, "rawpipe-drive");
-  }
+  const long driver = wait_for_thread(pid, "rawpipe-drive");
   const long lcore = thread_ticks(pid, "rawpipe-lc0");
   ASSERT_EQ(wait_process(pid), 0) << slurp(tmp_ / "stdout") << slurp(tmp_ / "stderr");
   EXPECT_GE(driver, 0) << "no rawpipe-drive thread";
