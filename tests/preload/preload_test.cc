@@ -132,6 +132,7 @@ class Preload : public ::testing::Test {
   void epoll_set_mixes_offloaded_and_kernel_sockets(const std::string& pmd);
   void poll_and_select_wake_for_an_offloaded_socket(const std::string& pmd);
   void recvmmsg_honours_flags_and_timeout(const std::string& pmd);
+  void recvmmsg_waitforone_as_the_kernel(const std::string& pmd);
   void connected_socket_receives_only_its_peer(const std::string& pmd);
   void socketxtreme_poll_sleeps_on_the_ring_descriptor(const std::string& pmd);
 
@@ -276,6 +277,30 @@ void Preload::recvmmsg_honours_flags_and_timeout(const std::string& pmd) {
 
 TEST_F(Preload, RecvmmsgHonoursFlagsAndTimeout) { recvmmsg_honours_flags_and_timeout("af_packet"); }
 TEST_F(Preload, RecvmmsgHonoursFlagsAndTimeoutWithoutAnLcore) { recvmmsg_honours_flags_and_timeout("af_xdp-no-lcore"); }
+
+// The part of recvmmsg's behaviour the kernel defines without its timeout bug, against the
+// reference: MSG_WAITFORONE with a timeout, on kernel sockets and offloaded, prints the same
+// (three datagrams, and the time left written back after each successful call).
+void Preload::recvmmsg_waitforone_as_the_kernel(const std::string& pmd) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  const std::vector<std::string> argv = {app().string(), "mmsg", "7109", "waitforone"};
+  std::vector<std::string> cmd = {"ip", "netns", "exec", net_.ours->name()};
+  cmd.insert(cmd.end(), argv.begin(), argv.end());
+  pid_t pid = test::start_process(pmd == "kernel" ? cmd : under_preload(pmd, argv), out, err);
+  ASSERT_GT(pid, 0);
+  if (wait_for(out, "ready"))
+    for (const char* d : {"a", "b", "c"}) peer_send(*net_.peer, 7109, d);
+  const int status = test::wait_process(pid, {.timeout = 20s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_EQ(o, "ready\nwaitforone got 3 timeout written back\n") << e;
+  if (pmd != "kernel") {
+    EXPECT_NE(e.find("udp *:7109 offloaded: rx 3 packets"), std::string::npos) << e;
+  }
+}
+
+TEST_F(Preload, RecvmmsgWaitforoneOnKernelSockets) { recvmmsg_waitforone_as_the_kernel("kernel"); }
+TEST_F(Preload, RecvmmsgWaitforoneAsTheKernel) { recvmmsg_waitforone_as_the_kernel("af_packet"); }
 
 // A connected socket receives its peer's datagrams only: the same program on kernel sockets (the
 // reference) and offloaded, with a stranger's datagram sent first.

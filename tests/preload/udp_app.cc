@@ -9,8 +9,9 @@
 //   poll PORT                bind *:PORT; poll and select on it wake for one datagram each
 //   echo6 PORT COUNT         a dual-stack IPv6 socket on [::]:PORT echoes COUNT datagrams
 //   connected PORT IP PEER   bind *:PORT, connect to IP:PEER; print the first two datagrams received
-//   mmsg PORT                recvmmsg on *:PORT: MSG_WAITFORONE until 3 datagrams came, a timeout
-//                            with nothing coming, then a timeout that ends a batch of 2
+//   mmsg PORT [waitforone]   recvmmsg on *:PORT: MSG_WAITFORONE until 3 datagrams came (only that
+//                            with `waitforone`), a timeout with nothing coming, then a timeout
+//                            that ends a batch of 2
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -208,7 +209,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-int mmsg(int port) {
+int mmsg(int port, bool waitforone_only) {
   int fd = bound("0.0.0.0", port);
   char bufs[8][64];
   iovec iov[8];
@@ -222,18 +223,24 @@ int mmsg(int port) {
     }
   };
   say("ready");
-  int got = 0, calls = 0;
+  int got = 0;
+  bool written_back = true;
   while (got < 3) {
     reset();
-    const int n = recvmmsg(fd, msgs, 8, MSG_WAITFORONE, nullptr);
+    timespec limit{5, 0};
+    const int n = recvmmsg(fd, msgs, 8, MSG_WAITFORONE, &limit);
     if (n <= 0) {
       say(std::string("waitforone failed: ") + strerror(errno));
       return 1;
     }
     got += n;
-    ++calls;
+    written_back &= limit.tv_sec < 5;  // the time left, written back on success
   }
-  say("waitforone got " + std::to_string(got));
+  say("waitforone got " + std::to_string(got) + (written_back ? " timeout written back" : " timeout untouched"));
+  if (waitforone_only) {
+    close(fd);
+    return 0;
+  }
   reset();
   timespec t{0, 200000000};
   auto t0 = std::chrono::steady_clock::now();
@@ -288,7 +295,7 @@ int main(int argc, char** argv) {
   if (mode == "fork") return fork_child(a);
   if (mode == "poll") return poll_select(a);
   if (mode == "echo6") return echo6(a, b);
-  if (mode == "mmsg") return mmsg(a);
+  if (mode == "mmsg") return mmsg(a, argc > 3 && std::string(argv[3]) == "waitforone");
   if (mode == "connected" && argc > 4) return connected(a, argv[3], atoi(argv[4]));
   fprintf(stderr, "usage: preload_udp_app selftest|epoll|close-blocked|fork|poll PORT [PORT2]\n");
   return 2;
