@@ -97,6 +97,33 @@ void print_filters(const nlohmann::json& doc) {
   }
 }
 
+// The preload library's sockets (section "sockets"): whether each UDP socket is served by
+// rawpipe, and if not why, with what it received and lost.
+void print_sockets(const nlohmann::json& rows) {
+  fmt::print("sockets\n  {:>5} {:<4} {:<44} {:<9} {:>12} {:>12} {:>10}  {}\n", "fd", "", "local", "offloaded", "rx",
+             "tx", "drops", "endpoint / why not");
+  for (const auto& r : rows) {
+    std::uint64_t drops = 0;
+    if (r.contains("drops"))
+      for (const auto& [reason, n] : r["drops"].items()) drops += n.get<std::uint64_t>();
+    const bool offloaded = r.value("offloaded", false);
+    // A kernel socket's datagrams are the kernel's to count; its drops are the kernel's too.
+    fmt::print("  {:>5} {:<4} {:<44} {:<9} {:>12} {:>12} {:>10}  {}\n", u(r, "fd"), r.value("proto", "udp"),
+               r.value("local", "-"), offloaded ? "yes" : "no",
+               offloaded ? std::to_string(u(r, "rx_packets")) : std::string("-"),
+               offloaded ? std::to_string(u(r, "tx_packets")) : std::string("-"), drops,
+               offloaded ? r.value("endpoint", "") : r.value("why", ""));
+  }
+}
+
+void print_sections(const nlohmann::json& doc) {
+  if (!doc.contains("sections")) return;
+  for (const auto& [name, value] : doc["sections"].items()) {
+    if (name == "sockets" && value.is_array()) print_sockets(value);
+    else fmt::print("{}\n  {}\n", name, value.dump());
+  }
+}
+
 void print_view(const nlohmann::json& doc, const nlohmann::json* prev, bool drops_only) {
   if (drops_only) return print_drops(doc);
   double dt = prev ? double(u(doc, "time_ns") - u(*prev, "time_ns")) / 1e9 : 0;
@@ -139,6 +166,7 @@ void print_view(const nlohmann::json& doc, const nlohmann::json* prev, bool drop
           lost += fmt::format("{}{} {}", lost.empty() ? "" : ", ", reason, n.is_number() ? std::to_string(n.get<std::uint64_t>()) : "unknown");
     if (!lost.empty()) fmt::print("    lost before the pipeline: {}\n", lost);
   }
+  print_sections(doc);
   print_filters(doc);
   print_latency(doc);
   fmt::print("pools\n");

@@ -21,7 +21,8 @@
  *  - recvfrom_zcopy and poll hand buffers to the caller; free_packets / free_buff return them.
  *
  * Thread-safety: control functions (create, start, stop, rules, filters, plugins, stats) from one
- * control thread at a time; receive functions from one consumer thread per endpoint; send
+ * control thread at a time, except get_stats, which only reads counters and may be called from
+ * any thread; receive functions from one consumer thread per endpoint; send
  * functions (alloc_tx, send_burst, sendto) from one sending thread per port; ref_buff and
  * free_buff from any thread.
  */
@@ -56,8 +57,9 @@ extern "C" {
  *   0  the table of version 2
  *   1  port_id, alloc_tx, send_burst, sendto (RAWPIPE_CAP_SEND); struct rawpipe_stats gained the
  *      send counters at its end (sent ... neigh_learned), filled only when its size covers them
- *   2  progress, progress_fds (RAWPIPE_CAP_PROGRESS): lcores without a thread */
-#define RAWPIPE_EXTRA_ABI_MINOR 2u
+ *   2  progress, progress_fds (RAWPIPE_CAP_PROGRESS): lcores without a thread
+ *   3  stats_section (RAWPIPE_CAP_STATS_SECTION): the application's figures in the stats segment */
+#define RAWPIPE_EXTRA_ABI_MINOR 3u
 
 /* Capability bits of rawpipe_api_t::caps. */
 #define RAWPIPE_CAP_FILTERS (1ull << 0)       /* endpoint_filter, queue_filter */
@@ -71,6 +73,7 @@ extern "C" {
 #define RAWPIPE_CAP_WAIT (1ull << 8)          /* endpoint_fd, arm_fd, recv_wait */
 #define RAWPIPE_CAP_SEND (1ull << 9)          /* port_id, alloc_tx, send_burst, sendto (minor 1) */
 #define RAWPIPE_CAP_PROGRESS (1ull << 10)     /* progress, progress_fds (minor 2) */
+#define RAWPIPE_CAP_STATS_SECTION (1ull << 11) /* stats_section (minor 3) */
 
 /* Filter verdicts, with the values of VMA's vma_recv_callback_retval_t (VMA_PACKET_DROP = 0,
  * VMA_PACKET_RECV = 1, VMA_PACKET_HOLD = 2), so a ported callback that returns VMA's enum or a
@@ -434,7 +437,30 @@ typedef struct rawpipe_api {
    * The descriptors belong to the ports; they are valid while the pipeline runs. */
   int (*progress)(rawpipe_pipeline *p);
   int (*progress_fds)(rawpipe_pipeline *p, int *fds, unsigned max);
+
+  /* ---- ABI 2 minor 3: the application's figures in the stats segment (RAWPIPE_CAP_STATS_SECTION) ----
+   *
+   * A pipeline from create() publishes the document `rawpipe stat` reads once per stats interval
+   * ([run] stats_interval, 0.1 s at the least). stats_section adds the application's own part to
+   * it, under "sections" -> name, as the preload library adds its sockets: on every publish, on
+   * the library's publishing thread, fn(ctx, buf, cap) writes one JSON value into buf (not
+   * NUL-terminated) and returns its length. A return above cap asks for a buffer of that size
+   * (up to RAWPIPE_STATS_SECTION_MAX): fn is called once more with it. A negative return leaves
+   * the section out of that document; text that is not JSON is published as {"error": ...}.
+   * fn runs while control threads make their calls: it may call get_stats, nothing else on p.
+   * The last call comes from destroy (the final document, "running": false), where get_stats
+   * fails: the handle is already gone.
+   * name: 1 to 63 of [A-Za-z0-9_-]; a second call with the same name replaces the section; fn
+   * NULL removes it, and fn is not called after that returns. At most 16 sections. Returns 0, or
+   * -1 with errno: EINVAL (a bad name), ENOSPC (16 sections), ENOENT (this pipeline publishes no
+   * segment: [metrics] stats_segment = false, /dev/shm unusable, or a handle over a pipeline
+   * the caller made). */
+  int (*stats_section)(rawpipe_pipeline *p, const char *name, long (*fn)(void *ctx, char *buf, size_t cap),
+                       void *ctx);
 } rawpipe_api_t;
+
+/* The largest section stats_section publishes. */
+#define RAWPIPE_STATS_SECTION_MAX (1u << 20)
 
 /* Whether a table from rawpipe_get_api() has `field` (it may come from an older minor revision). */
 #define RAWPIPE_API_HAS(api, field) (offsetof(rawpipe_api_t, field) < (api)->size)

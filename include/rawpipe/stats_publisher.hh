@@ -8,7 +8,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -24,6 +26,11 @@ namespace rawpipe::ops {
 // stats document; called on the publishing thread.
 using DocumentExtension = std::function<void(nlohmann::json&)>;
 
+// One part of the document under "sections" that a library user adds at run time (the preload
+// library's sockets): JSON text, or nothing to leave it out of that publish.
+using SectionFn = std::function<std::optional<std::string>()>;
+inline constexpr std::size_t kMaxStatsSections = 16;
+
 class RAWPIPE_API StatsPublisher {
  public:
   StatsPublisher() = default;
@@ -33,6 +40,10 @@ class RAWPIPE_API StatsPublisher {
 
   // Control path, before start(): adds the host's part to every document.
   void set_extension(DocumentExtension f) { extension_ = std::move(f); }
+  // Any thread, any time: adds or replaces the section `name` (an empty fn removes it). Returns
+  // false when kMaxStatsSections are already there. Sections are called on the publishing
+  // thread, one publish at a time; after the section is removed it is not called again.
+  bool set_section(const std::string& name, SectionFn fn);
   // Creates the segment and publishes once before returning, then once per interval.
   Status start(const Pipeline& pipeline, std::string_view name, std::chrono::milliseconds interval);
   // Publishes a final document (running = false if the pipeline stopped) and removes the segment.
@@ -49,6 +60,7 @@ class RAWPIPE_API StatsPublisher {
   std::string name_;
   std::chrono::milliseconds interval_{1000};
   DocumentExtension extension_;
+  std::map<std::string, SectionFn> sections_;  // under mu_
   ShmStatsWriter writer_;
   std::mutex mu_;  // control threads only: guards stopping_ and serialises publishes
   std::condition_variable cv_;

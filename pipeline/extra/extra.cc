@@ -20,6 +20,7 @@
 #include "pipeline/buf/pool.hh"
 #include "pipeline/dispatch/wake.hh"
 #include "pipeline/extra/kept_pools.hh"
+#include "pipeline/extra/stats_section.hh"
 #include "pipeline/extra/wait.hh"
 #include "pipeline/filter/filter.hh"
 #include "pipeline/lcore/lcore.hh"
@@ -1068,12 +1069,34 @@ long api_sendto(rawpipe_pipeline* h, std::uint16_t port, const void* buf, std::s
   return fail(h, why);
 }
 
+// ---- The application's figures in the stats segment (RAWPIPE_CAP_STATS_SECTION) ----
+
+int api_stats_section(rawpipe_pipeline* h, const char* name, CStatsSectionFn fn, void* ctx) {
+  if (!check_handle(h, "stats_section")) return -1;
+  if (!name || !stats_section_name_ok(name)) {
+    errno = EINVAL;
+    return bad_argument(h, fmt::format("stats_section: the name {} is not 1 to 63 of [A-Za-z0-9_-]",
+                                       name ? fmt::format("'{}'", name) : std::string("NULL")));
+  }
+  if (!h->publisher) {
+    errno = ENOENT;
+    return fail(h, "stats_section: this pipeline publishes no stats segment ([metrics] stats_segment = false, /dev/shm "
+                   "unusable, or a pipeline the caller made)");
+  }
+  if (!h->publisher->set_section(name, fn ? c_stats_section(fn, ctx) : ops::SectionFn{})) {
+    errno = ENOSPC;
+    return fail(h, fmt::format("stats_section: '{}' would be section {}; {} is the most", name,
+                               ops::kMaxStatsSections + 1, ops::kMaxStatsSections));
+  }
+  return 0;
+}
+
 constexpr rawpipe_api_t kApi = {
     RAWPIPE_EXTRA_ABI_VERSION,
     sizeof(rawpipe_api_t),
     RAWPIPE_CAP_FILTERS | RAWPIPE_CAP_ZCOPY_RECV | RAWPIPE_CAP_COMPLETIONS | RAWPIPE_CAP_RULES | RAWPIPE_CAP_STATS |
         RAWPIPE_CAP_PLUGINS | RAWPIPE_CAP_ALLOCATOR | RAWPIPE_CAP_OFFLOAD | RAWPIPE_CAP_WAIT | RAWPIPE_CAP_SEND |
-        RAWPIPE_CAP_PROGRESS,
+        RAWPIPE_CAP_PROGRESS | RAWPIPE_CAP_STATS_SECTION,
     &api_create,
     &api_start,
     &api_stop,
@@ -1108,6 +1131,7 @@ constexpr rawpipe_api_t kApi = {
     &api_sendto,
     &api_progress,
     &api_progress_fds,
+    &api_stats_section,
 };
 
 int api_load_filter_plugin(rawpipe_pipeline* h, const char* path, const char* attach, const char* const* keys,

@@ -216,9 +216,26 @@ void StatsPublisher::publish_now() {
   if (!pipeline_) return;
   nlohmann::json doc = stats_document(*pipeline_, name_);
   if (extension_) extension_(doc);
+  for (const auto& [name, fn] : sections_) {
+    const std::optional<std::string> text = fn();
+    if (!text) continue;
+    nlohmann::json value = nlohmann::json::parse(*text, nullptr, false);
+    doc["sections"][name] = value.is_discarded() ? nlohmann::json{{"error", "the section's text is not JSON"}} : std::move(value);
+  }
   const std::string text = doc.dump();
   if (!writer_.publish(text))
     (void)writer_.publish(R"({"error":"the stats document exceeds the segment's capacity"})");
+}
+
+bool StatsPublisher::set_section(const std::string& name, SectionFn fn) {
+  std::lock_guard lock(mu_);
+  if (!fn) {
+    sections_.erase(name);
+    return true;
+  }
+  if (!sections_.contains(name) && sections_.size() == kMaxStatsSections) return false;
+  sections_[name] = std::move(fn);
+  return true;
 }
 
 void StatsPublisher::run() {

@@ -2,8 +2,12 @@
  *  - get_stats: rx, drops by reason (named by drop_reason_name), per endpoint delivered /
  *    queued / ring_full, per filter verdicts, buffers outstanding per pool, versioned by size;
  *  - the pipeline publishes /dev/shm/rawpipe.<pid> with the name link rawpipe stat uses, unless
- *    [metrics] stats_segment = false.
+ *    [metrics] stats_segment = false;
+ *  - stats_section: the application's own JSON under "sections" in that segment (a buffer grown
+ *    to what the callback asks for, a negative return leaving it out, text that is not JSON
+ *    flagged), names checked, at most 16, none without a segment, no call after destroy.
  * Usage: stats CONFIG (its pool/port/endpoint layout is reused under a name unique to this run). */
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,6 +32,53 @@ static int write_config(const char *from, const char *to, int segment) {
   fprintf(out, "[metrics]\nstats_segment = %s\n", segment ? "true" : "false");
   fclose(in);
   return fclose(out);
+}
+
+static unsigned g_app_calls;
+static long app_section(void *ctx, char *buf, size_t cap) {
+  (void)ctx;
+  return snprintf(buf, cap, "{\"calls\":%u}", ++g_app_calls);
+}
+/* Asks for more than the first buffer holds. */
+static long big_section(void *ctx, char *buf, size_t cap) {
+  (void)ctx;
+  const size_t want = 9000;
+  if (cap < want) return (long)want;
+  memset(buf, 'a', want);
+  memcpy(buf, "{\"big\":\"", 8);
+  memcpy(buf + want - 2, "\"}", 2);
+  return (long)want;
+}
+static long absent_section(void *ctx, char *buf, size_t cap) {
+  (void)ctx, (void)buf, (void)cap;
+  return -1;
+}
+static long not_json_section(void *ctx, char *buf, size_t cap) {
+  (void)ctx;
+  return snprintf(buf, cap, "not json");
+}
+
+/* Whether within 5 s the segment's document holds `text` and not `absent` (NULL: anything); it
+ * is published once per interval. The document follows the 112-byte header; its length is the
+ * header's word at offset 96. */
+static int segment_shows(const char *seg, const char *text, const char *absent) {
+  double end = c_test_now() + 5;
+  static char doc[1 << 20];
+  do {
+    FILE *f = fopen(seg, "r");
+    uint64_t len = 0;
+    if (f && fseek(f, 96, SEEK_SET) == 0 && fread(&len, sizeof len, 1, f) == 1 && len < sizeof doc &&
+        fseek(f, 112, SEEK_SET) == 0 && fread(doc, 1, len, f) == len) {
+      doc[len] = '\0';
+      if (strstr(doc, text) && !(absent && strstr(doc, absent))) {
+        fclose(f);
+        return 1;
+      }
+    }
+    if (f) fclose(f);
+    c_test_sleep_ms(20);
+  } while (c_test_now() < end);
+  return 0;
 }
 
 static int exists(const char *path) {
@@ -112,15 +163,48 @@ int main(int argc, char **argv) {
   CHECK(api->get_stats(h, old) == -1);
   CHECK(api->get_stats(h, NULL) == -1);
 
+  /* The application's sections. */
+  CHECK(RAWPIPE_API_HAS(api, stats_section) && (api->caps & RAWPIPE_CAP_STATS_SECTION));
+  CHECK(api->stats_section(h, "app", app_section, NULL) == 0);
+  CHECK(api->stats_section(h, "big", big_section, NULL) == 0);
+  CHECK(api->stats_section(h, "absent", absent_section, NULL) == 0);
+  CHECK(api->stats_section(h, "not_json", not_json_section, NULL) == 0);
+  CHECK(segment_shows(seg, "\"app\":{\"calls\":", "\"absent\""));
+  CHECK(segment_shows(seg, "\"big\":{\"big\":\"aaaa", NULL));
+  CHECK(segment_shows(seg, "\"not_json\":{\"error\":", NULL));
+  CHECK(api->stats_section(h, "big", NULL, NULL) == 0);
+  CHECK(segment_shows(seg, "\"sections\":{\"app\":{\"calls\":", "\"big\":{"));
+  const char *bad[] = {"", "has space", "quote\"", "0123456789012345678901234567890123456789012345678901234567890123"};
+  for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    errno = 0;
+    CHECK(api->stats_section(h, bad[i], app_section, NULL) == -1 && errno == EINVAL);
+  }
+  CHECK(api->stats_section(h, NULL, app_section, NULL) == -1);
+  CHECK(api->stats_section(NULL, "app", app_section, NULL) == -1);
+  /* 3 in use: 13 more fit, the 17th does not; replacing one still works. */
+  char name[16];
+  for (int i = 0; i < 13; ++i) {
+    snprintf(name, sizeof name, "extra%d", i);
+    CHECK(api->stats_section(h, name, absent_section, NULL) == 0);
+  }
+  errno = 0;
+  CHECK(api->stats_section(h, "one_too_many", absent_section, NULL) == -1 && errno == ENOSPC);
+  CHECK(api->stats_section(h, "extra0", absent_section, NULL) == 0);
+
   CHECK(api->destroy(h) == 0);
   CHECK(!exists(seg));
   CHECK(!exists(link));
+  const unsigned calls_at_destroy = g_app_calls;
+  c_test_sleep_ms(300);
+  CHECK(g_app_calls == calls_at_destroy);
 
   /* Opted out: no segment. */
   CHECK(write_config(argv[1], cfg, 0) == 0);
   h = api->create(cfg);
   CHECK(h != NULL);
   CHECK(!exists(seg));
+  errno = 0;
+  CHECK(api->stats_section(h, "app", app_section, NULL) == -1 && errno == ENOENT);
   if (h) CHECK(api->destroy(h) == 0);
   unlink(cfg);
   rmdir(dir);
