@@ -54,6 +54,7 @@ void fd_forget(int fd) {
   if (FdEntry* e = fd_entry(fd)) {
     e->kind.store(FdKind::kNone, std::memory_order_release);
     e->nonblock.store(false, std::memory_order_relaxed);
+    e->why.store(KernelWhy::kNotBound, std::memory_order_relaxed);
   }
 }
 

@@ -19,12 +19,27 @@ enum class FdKind : std::uint8_t {
   kEpoll = 3,      // an epoll set: epoll_ctl maps offloaded members to their endpoint's fd
 };
 
+// Why a watched UDP socket is the kernel's (rawpipe stat's sockets table says it).
+enum class KernelWhy : std::uint8_t {
+  kNotBound = 0,          // offload is decided at bind
+  kNoRuleMatches,         // offload rules exist and none names its address
+  kRuleSaysKernel,        // the first matching rule says os
+  kLoopback,              // a loopback address never crosses the interface
+  kNotStarted,            // the pipeline could not start (its line on stderr says why)
+  kOtherInterface,        // a unicast address of another interface than RAWPIPE_INTERFACE's
+  kNoFreeEndpoint,        // every socket endpoint was in use (RAWPIPE_SOCKETS)
+  kRuleRefused,           // the pipeline refused the socket's steering rule
+  kForkedChild,           // a forked child keeps its sockets on the kernel
+  kNoAddress,             // getsockname gave no IPv4/IPv6 address
+};
+
 struct FdEntry {
   std::atomic<FdKind> kind{FdKind::kNone};
   std::atomic<std::uint16_t> slot{0};
   std::atomic<std::uint32_t> gen{0};
   std::atomic<bool> nonblock{false};
   std::atomic<std::uint8_t> family{0};
+  std::atomic<KernelWhy> why{KernelWhy::kNotBound};  // while kind is kUdp
 };
 
 // The entry of fd, or nullptr when fd is negative or beyond the table (then it is the kernel's).

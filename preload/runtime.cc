@@ -20,6 +20,7 @@
 
 #include "preload/libc.hh"
 #include "preload/rules.hh"
+#include "preload/socket_stats.hh"
 
 namespace rawpipe::preload {
 namespace {
@@ -50,6 +51,8 @@ void note(const std::string& line) {
   (void)!libc().write(2, out.data(), out.size());
 }
 
+}  // namespace
+
 std::string addr_text(const rawpipe_addr& a) {
   char buf[INET6_ADDRSTRLEN] = "?";
   if (a.family == 4) inet_ntop(AF_INET, a.addr, buf, sizeof buf);
@@ -59,6 +62,8 @@ std::string addr_text(const rawpipe_addr& a) {
   std::string host = a.family == 6 ? (any6 ? "*" : std::string("[") + buf + "]") : (any4 ? "*" : buf);
   return host + std::string(":") + std::to_string(a.port);
 }
+
+namespace {
 
 bool is_multicast(const rawpipe_addr& a) {
   return (a.family == 4 && (a.addr[0] & 0xf0) == 0xe0) || (a.family == 6 && a.addr[0] == 0xff);
@@ -175,8 +180,12 @@ bool build_config(Control& c, std::string* text, std::string* why) {
       inet_ntop(a.family == 4 ? AF_INET : AF_INET6, a.addr, buf, sizeof buf);
       addrs += std::string(addrs.empty() ? "" : ", ") + "\"" + buf + "\"";
     }
+    // Every socket's ring can fill with the pool still holding buffers for the rest: a socket
+    // whose application stops reading loses its own datagrams (ring_full, counted against it),
+    // not the port's receive buffers, which would stall every other socket.
+    const unsigned pool = 2048 + kSocketRingSize * slot_count();
     *text = "[run]\nduration = 0\ndefault_action = \"drop\"\ndrop_privileges = false\n"
-            "[[pools]]\nname = \"rx\"\ncount = 4096\n"
+            "[[pools]]\nname = \"rx\"\ncount = " + std::to_string(pool) + "\n"
             "[[ports]]\nname = \"p0\"\npmd = \"" +
             pmd + "\"\ninterface = \"" + c.interface + "\"\n" + (addrs.empty() || pmd != "af_packet" ? "" : "addresses = [" + addrs + "]\n") +
             // TPACKET_V2 hands frames over one at a time: V3's block timeout would add its
@@ -192,16 +201,19 @@ bool build_config(Control& c, std::string* text, std::string* why) {
     // An endpoint needs a rule; this one names a 5-tuple no host sends (source 0.0.0.0:0 to
     // 0.0.0.0:0), so the endpoint receives nothing until bind adds the socket's rule.
     *text += std::string("[[endpoints]]\nname = \"socket") + std::to_string(i) +
-             "\"\naction = \"ring\"\nmatch = [\"udp dst 0.0.0.0:0 src 0.0.0.0:0\"]\n";
+             "\"\naction = \"ring\"\nring_size = " + std::to_string(kSocketRingSize) +
+             "\nmatch = [\"udp dst 0.0.0.0:0 src 0.0.0.0:0\"]\n";
   return true;
 }
 
 void summary(const Slot& s) {
+  const std::uint64_t ring_full = ring_full_since_bind(s, endpoint_figures(g_runtime, s.endpoint));
   note(std::string("fd ") + std::to_string(s.first_fd) + std::string(" udp ") + addr_text(s.local) +
        std::string(" offloaded: rx ") + std::to_string(s.rx_packets.load()) + std::string(" packets, tx ") +
        std::to_string(s.tx_packets.load()) + std::string(" (") + std::to_string(s.tx_kernel.load()) +
        " more through the kernel), endpoint socket" + std::to_string(&s - g_runtime.slots) +
-       (s.rx_not_peer.load() ? "; " + std::to_string(s.rx_not_peer.load()) + " not from the connected peer dropped" : ""));
+       (s.rx_not_peer.load() ? "; " + std::to_string(s.rx_not_peer.load()) + " not from the connected peer dropped" : "") +
+       (ring_full ? "; " + std::to_string(ring_full) + " lost: its ring was full (the application did not keep up)" : ""));
 }
 
 void shutdown_at_exit() {
@@ -300,6 +312,7 @@ bool start_locked(Control& c) {
     if (ok) s.ring_fd = ep;
     else libc().close(ep);
   }
+  publish_sockets(rt);
   c.state = State::kRunning;
   g_running.store(&rt, std::memory_order_release);
   std::atexit(shutdown_at_exit);
@@ -340,6 +353,8 @@ bool add_rule_locked(Runtime& rt, Slot& s, const rawpipe_addr& dst, std::string*
 }  // namespace
 
 Runtime* running() { return g_running.load(std::memory_order_acquire); }
+
+std::unique_lock<std::mutex> try_control_lock() { return std::unique_lock(control().mu, std::try_to_lock); }
 
 bool add_offload_rule(const char* line, std::string* error) {
   OffloadRule rule;
@@ -420,27 +435,30 @@ void offer_bind(int fd, FdEntry& e) {
   Control& c = control();
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
+  auto stays = [&e](KernelWhy why) { e.why.store(why, std::memory_order_relaxed); };
+  stays(KernelWhy::kNoAddress);
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return;
   rawpipe_addr local{};
   if (!to_rawpipe_addr(reinterpret_cast<sockaddr*>(&ss), len, &local)) return;
   const int family = ss.ss_family;
 
   std::lock_guard lock(c.mu);
-  if (c.forked_child) return;
+  if (c.forked_child) return stays(KernelWhy::kForkedChild);
   load_rules(c);
-  if (c.state == State::kKernelOnly) return;
-  if (is_loopback(local)) return;  // loopback never crosses the interface
+  if (c.state == State::kKernelOnly) return stays(KernelWhy::kNotStarted);
+  if (is_loopback(local)) return stays(KernelWhy::kLoopback);
   const OffloadRule* matched = nullptr;
   const Decision d = decide(c.rules, local.family, local.addr, local.port, &matched);
-  if (d == Decision::kKernel || (d == Decision::kNoRule && !c.rules.empty())) return;
-  if (!start_locked(c)) return;
+  if (d == Decision::kKernel) return stays(KernelWhy::kRuleSaysKernel);
+  if (d == Decision::kNoRule && !c.rules.empty()) return stays(KernelWhy::kNoRuleMatches);
+  if (!start_locked(c)) return stays(KernelWhy::kNotStarted);
   // With an interface from the environment, a unicast bind to another interface's address stays
   // on the kernel (with a config file the ports' addresses are the config's business).
   if (!c.interface.empty() && !is_wildcard(local) && !is_multicast(local)) {
     bool ours = false;
     for (const rawpipe_addr& a : c.if_addrs)
       ours |= a.family == local.family && std::memcmp(a.addr, local.addr, a.family == 4 ? 4 : 16) == 0;
-    if (!ours) return;
+    if (!ours) return stays(KernelWhy::kOtherInterface);
   }
   Runtime& rt = g_runtime;
   Slot* s = nullptr;
@@ -449,7 +467,7 @@ void offer_bind(int fd, FdEntry& e) {
   if (!s) {
     note(std::string("fd ") + std::to_string(fd) + std::string(" udp ") + addr_text(local) + " stays on the kernel: all " +
          std::to_string(rt.n_slots) + " socket endpoints are in use (raise RAWPIPE_SOCKETS)");
-    return;
+    return stays(KernelWhy::kNoFreeEndpoint);
   }
   s->family = family;
   s->local = local;
@@ -461,6 +479,7 @@ void offer_bind(int fd, FdEntry& e) {
   s->n_rules = 0;
   for (EpollLink& l : s->epolls) l = EpollLink{};
   s->rx_packets = s->rx_bytes = s->rx_truncated = s->rx_not_peer = s->tx_packets = s->tx_kernel = 0;
+  s->ring_full_at_bind = endpoint_figures(rt, s->endpoint).ring_full;
   // Nothing can be addressed to the new socket yet: whatever the ring holds is the previous
   // owner's (see drop_fd).
   {
@@ -475,7 +494,7 @@ void offer_bind(int fd, FdEntry& e) {
   std::string error;
   if (!add_rule_locked(rt, *s, local, &error)) {
     note(std::string("fd ") + std::to_string(fd) + std::string(" udp ") + addr_text(local) + " stays on the kernel: " + error);
-    return;
+    return stays(KernelWhy::kRuleRefused);
   }
   // The kernel socket keeps the port (and answers nothing): its buffer only needs to be small.
   const int small = 4096;
@@ -590,7 +609,9 @@ void child_after_fork() {
     FdEntry* e = fd_entry(fd);
     if (!e) break;
     FdKind k = e->kind.load(std::memory_order_relaxed);
-    if (k == FdKind::kOffloaded) e->kind.store(FdKind::kUdp, std::memory_order_relaxed);
+    if (k != FdKind::kOffloaded) continue;
+    e->why.store(KernelWhy::kForkedChild, std::memory_order_relaxed);
+    e->kind.store(FdKind::kUdp, std::memory_order_relaxed);
   }
 }
 __attribute__((constructor)) void install_fork_handler() { pthread_atfork(nullptr, nullptr, child_after_fork); }

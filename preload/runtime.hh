@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "rawpipe/extra.h"
@@ -23,7 +24,9 @@ namespace rawpipe::preload {
 
 inline constexpr unsigned kMaxSlots = 256;
 inline constexpr unsigned kMaxRules = 8;    // bind + joined groups per socket
-inline constexpr unsigned kMaxEpolls = 16;  // epoll sets one offloaded socket can be in (ENOSPC beyond)
+inline constexpr unsigned kMaxEpolls = 16;
+// Datagrams one offloaded socket holds before it drops (its SO_RCVBUF, in effect).
+inline constexpr unsigned kSocketRingSize = 1024;  // epoll sets one offloaded socket can be in (ENOSPC beyond)
 
 // One application epoll set's membership of an offloaded socket: the endpoint's descriptor is
 // registered in the set with this record as its data, so epoll_wait can check the ring and hand
@@ -72,6 +75,8 @@ struct Slot {
   rawpipe_addr rule_groups[kMaxRules] = {};
   unsigned n_rules = 0;
   EpollLink epolls[kMaxEpolls];
+  // The endpoint's ring_full count when this socket took the slot: its own drops are the rest.
+  std::uint64_t ring_full_at_bind = 0;
 
   // Counters for the summary and dump_fd_stats.
   std::atomic<std::uint64_t> rx_packets{0}, rx_bytes{0}, rx_truncated{0};
@@ -142,6 +147,13 @@ long spin_ns();
 // True while the calling thread is inside the library (creating the pipeline): interposed calls
 // then go straight to the kernel.
 bool inside();
+
+// "10.0.0.1:5001", "[fd00::1]:5001", "*:5001".
+std::string addr_text(const rawpipe_addr& a);
+
+// The control lock (bind, close, joins) when no other thread holds it: the stats publisher
+// reads the slots' control state under it and never waits for it.
+std::unique_lock<std::mutex> try_control_lock();
 
 // Conversions between sockaddr and rawpipe_addr (an IPv4-mapped IPv6 address becomes IPv4).
 bool to_rawpipe_addr(const sockaddr* sa, socklen_t len, rawpipe_addr* out);

@@ -30,6 +30,7 @@ void copy_entry(int from, int to) {
   fd_touch(to);
   dst->family.store(src->family.load());
   dst->nonblock.store(src->nonblock.load());
+  dst->why.store(src->why.load());
   if (Slot* s = slot_of(*src)) {
     add_fd(*s);
     dst->slot.store(src->slot.load());
@@ -67,6 +68,7 @@ RAWPIPE_INTERPOSE int socket(int domain, int type, int protocol) {
   fd_touch(fd);
   e->family.store(static_cast<std::uint8_t>(domain));
   e->nonblock.store((type & SOCK_NONBLOCK) != 0);
+  e->why.store(KernelWhy::kNotBound, std::memory_order_relaxed);
   e->kind.store(FdKind::kUdp, std::memory_order_release);
   return fd;
 }

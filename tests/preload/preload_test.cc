@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -332,6 +333,112 @@ void Preload::connected_socket_receives_only_its_peer(const std::string& pmd) {
 TEST_F(Preload, ConnectedSocketReceivesOnlyItsPeerOnKernelSockets) { connected_socket_receives_only_its_peer("kernel"); }
 TEST_F(Preload, ConnectedSocketReceivesOnlyItsPeer) { connected_socket_receives_only_its_peer("af_packet"); }
 
+// rawpipe stat on a preloaded process: a row per UDP socket, offloaded with what it read and
+// lost, or the kernel's with why. A reader that stops while 3000 datagrams arrive loses what its
+// ring cannot hold, and every datagram is either read, counted against the socket, or counted
+// lost before the pipeline.
+TEST_F(Preload, StatShowsEachSocketOffloadedOrWhyNot) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  std::vector<std::string> argv = under_preload("af_packet", {app().string(), "stat", "7120"});
+  // After `env`: the third port's rule says os; everything else is offloaded.
+  argv.insert(std::find(argv.begin(), argv.end(), "env") + 1, "RAWPIPE_OFFLOAD=use os udp *:7122; use rawpipe udp *:*");
+  pid_t pid = test::start_process(argv, out, err);
+  ASSERT_GT(pid, 0);
+  auto row = [](const nlohmann::json& doc, const std::string& local) {
+    if (doc.is_object() && doc.contains("sections") && doc["sections"].contains("sockets"))
+      for (const auto& r : doc["sections"]["sockets"])
+        if (r.value("local", "") == local) return r;
+    return nlohmann::json();
+  };
+  // The document is published once a second: the first one with the socket's row showing
+  // `rx` datagrams read.
+  auto stat_json = [pid, &row](std::uint64_t rx) {
+    nlohmann::json doc;
+    for (int i = 0; i < 50; ++i) {
+      auto r = test::command_output({test::rawpipe_binary().string(), "stat", "--once", "--json", std::to_string(pid)});
+      doc = r ? nlohmann::json::parse(*r, nullptr, false) : nlohmann::json();
+      const nlohmann::json off = row(doc, "*:7120");
+      if (off.is_object() && off.value("rx_packets", std::uint64_t{0}) == rx) break;
+      std::this_thread::sleep_for(100ms);
+    }
+    return doc;
+  };
+  const bool ready = wait_for(out, "ready");
+  unsigned sent = 0;
+  nlohmann::json first, second;
+  std::string view;
+  if (ready) {
+    for (int i = 0; i < 5; ++i) peer_send(*net_.peer, 7120, "x");
+    peer_send(*net_.peer, 7120, "sync");
+    sent = 6;
+    if (wait_for(out, "count 6")) {
+      first = stat_json(6);
+      auto v = test::command_output({test::rawpipe_binary().string(), "stat", "--once", std::to_string(pid)});
+      view = v ? *v : v.message();
+    }
+    peer_send(*net_.peer, 7120, "pause");
+    ++sent;
+    if (wait_for(out, "paused")) {
+      EXPECT_TRUE(net_.peer->run([&] {
+        int fd = socket(AF_INET, SOCK_DGRAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(7120);
+        inet_pton(AF_INET, kOurIp, &a.sin_addr);
+        for (int i = 0; i < 3000; ++i)
+          if (sendto(fd, "y", 1, 0, reinterpret_cast<sockaddr*>(&a), sizeof a) == 1) ++sent;
+        close(fd);
+      }));
+    }
+    if (wait_for(out, "resumed")) {
+      std::this_thread::sleep_for(500ms);  // it reads what its ring held
+      peer_send(*net_.peer, 7120, "sync");
+      ++sent;
+      std::smatch m;
+      std::string text;
+      for (int i = 0; i < 100 && !std::regex_search(text = test::slurp(out), m, std::regex(R"(resumed\ncount (\d+))")); ++i)
+        std::this_thread::sleep_for(50ms);
+      second = stat_json(m.empty() ? 0 : std::stoull(m[1]));
+    }
+    peer_send(*net_.peer, 7120, "stop");
+  }
+  const int status = test::wait_process(pid, {.timeout = 20s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  ASSERT_TRUE(ready) << o << e;
+  EXPECT_EQ(status, 0) << o << e;
+
+  const nlohmann::json off = row(first, "*:7120");
+  ASSERT_TRUE(off.is_object()) << first.dump(2) << o << e;
+  EXPECT_TRUE(off["offloaded"].get<bool>()) << off.dump();
+  EXPECT_EQ(off["endpoint"], "socket0") << off.dump();
+  EXPECT_EQ(off["rx_packets"], 6u) << off.dump();
+  EXPECT_EQ(off["drops"]["ring_full"], 0u) << off.dump();
+  const nlohmann::json loop = row(first, "127.0.0.1:7121"), os = row(first, "*:7122");
+  ASSERT_TRUE(loop.is_object() && os.is_object()) << first.dump(2);
+  EXPECT_FALSE(loop["offloaded"].get<bool>());
+  EXPECT_NE(loop["why"].get<std::string>().find("loopback"), std::string::npos) << loop.dump();
+  EXPECT_EQ(loop["drops"]["kernel"], 0u) << loop.dump();  // the kernel's own count, read from /proc/net/udp
+  EXPECT_FALSE(os["offloaded"].get<bool>());
+  EXPECT_NE(os["why"].get<std::string>().find("rule gives it to the kernel"), std::string::npos) << os.dump();
+  bool unbound = false;
+  for (const auto& r : first["sections"]["sockets"]) unbound |= r.value("why", "").starts_with("not bound");
+  EXPECT_TRUE(unbound) << first.dump(2);
+  // The same rows in the view people read.
+  EXPECT_TRUE(std::regex_search(view, std::regex(R"(\d+ udp\s+\*:7120\s+yes\s+6\s+0\s+0\s+socket0)"))) << view;
+  EXPECT_TRUE(std::regex_search(view, std::regex(R"(127\.0\.0\.1:7121\s+no\s+-\s+-\s+0\s+a loopback address)"))) << view;
+
+  // After the pause: the ring held what it could, the rest is counted against the socket.
+  const nlohmann::json after = row(second, "*:7120");
+  ASSERT_TRUE(after.is_object()) << second.dump(2) << o << e;
+  const std::uint64_t read = after["rx_packets"], ring_full = after["drops"]["ring_full"];
+  const std::uint64_t lost_before = second.value("lost_before_pipeline", std::uint64_t{0});
+  EXPECT_GT(ring_full, 0u) << after.dump();
+  EXPECT_LE(read + ring_full, sent) << after.dump();
+  EXPECT_GE(read + ring_full + lost_before, sent) << after.dump() << " lost before the pipeline " << lost_before;
+  EXPECT_NE(o.find("count " + std::to_string(read)), std::string::npos) << o << after.dump();
+  EXPECT_TRUE(std::regex_search(e, std::regex(R"(udp \*:7120 offloaded: rx \d+ packets.*; \d+ lost: its ring was full)"))) << e;
+}
+
 TEST_F(Preload, CloseWakesAThreadBlockedInRecv) {
   test::ProcessOutput r =
       test::run_process(under_preload("af_packet", {app().string(), "close-blocked", "7105"}), scratch_, {.timeout = 20s});
@@ -544,6 +651,10 @@ TEST_P(PreloadSockperf, ServerIsOffloadedWithoutLoss) {
   // The server's socket endpoint delivered the traffic (sockperf's own socket is socket0).
   std::smatch m;
   ASSERT_TRUE(std::regex_search(stat_text, m, std::regex(R"(socket0\s+(\d+))"))) << stat_text;
+  EXPECT_GT(std::stoul(m[1]), 100u) << stat_text;
+  // Its socket's row: offloaded, with the datagrams it read.
+  ASSERT_TRUE(std::regex_search(stat_text, m, std::regex(std::string(R"(\d+ udp\s+)") + kOurIp + R"(:7007\s+yes\s+(\d+))")))
+      << stat_text;
   EXPECT_GT(std::stoul(m[1]), 100u) << stat_text;
   ASSERT_FALSE(threads.empty());
   if (GetParam().ends_with("-no-lcore"))

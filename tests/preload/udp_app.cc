@@ -9,6 +9,9 @@
 //   poll PORT                bind *:PORT; poll and select on it wake for one datagram each
 //   echo6 PORT COUNT         a dual-stack IPv6 socket on [::]:PORT echoes COUNT datagrams
 //   connected PORT IP PEER   bind *:PORT, connect to IP:PEER; print the first two datagrams received
+//   stat PORT                *:PORT (offloaded), 127.0.0.1:PORT+1 and *:PORT+2 (kernel), one
+//                            socket never bound; reads *:PORT: "pause" stops reading for 2 s,
+//                            "sync" prints how many datagrams it read, "stop" ends
 //   mmsg PORT [waitforone]   recvmmsg on *:PORT: MSG_WAITFORONE until 3 datagrams came (only that
 //                            with `waitforone`), a timeout with nothing coming, then a timeout
 //                            that ends a batch of 2
@@ -283,6 +286,34 @@ int connected(int port, const char* ip, int peer_port) {
   return 0;
 }
 
+int stat_sockets(int port) {
+  int off = bound("0.0.0.0", port);
+  int loop = bound("127.0.0.1", port + 1);
+  int os = bound("0.0.0.0", port + 2);
+  int unbound = socket(AF_INET, SOCK_DGRAM, 0);
+  say("ready");
+  char buf[64];
+  long count = 0;
+  for (;;) {
+    const ssize_t n = recv(off, buf, sizeof buf - 1, 0);
+    if (n < 0) {
+      say(std::string("recv: ") + strerror(errno));
+      return 1;
+    }
+    buf[n] = 0;
+    ++count;
+    if (strcmp(buf, "stop") == 0) break;
+    if (strcmp(buf, "pause") == 0) {
+      say("paused");
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      say("resumed");
+    }
+    if (strcmp(buf, "sync") == 0) say("count " + std::to_string(count));
+  }
+  for (int fd : {off, loop, os, unbound}) close(fd);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -295,8 +326,9 @@ int main(int argc, char** argv) {
   if (mode == "fork") return fork_child(a);
   if (mode == "poll") return poll_select(a);
   if (mode == "echo6") return echo6(a, b);
+  if (mode == "stat") return stat_sockets(a);
   if (mode == "mmsg") return mmsg(a, argc > 3 && std::string(argv[3]) == "waitforone");
   if (mode == "connected" && argc > 4) return connected(a, argv[3], atoi(argv[4]));
-  fprintf(stderr, "usage: preload_udp_app selftest|epoll|close-blocked|fork|poll PORT [PORT2]\n");
+  fprintf(stderr, "usage: preload_udp_app selftest|epoll|close-blocked|fork|poll|echo6|connected|stat|mmsg PORT ...\n");
   return 2;
 }
