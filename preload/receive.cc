@@ -89,7 +89,7 @@ ssize_t copy_out(Runtime& rt, Slot& s, const rawpipe_packet& pkt, const iovec* i
 namespace {
 
 // A connected UDP socket receives only what its peer sends (the kernel's socket lookup passes it
-// by for other sources); the endpoint's rule names the bound address only, so the rest is
+// by for other sources). Its rules name the peer (set_peer); when that failed, the rest is
 // dropped here.
 bool from_peer(const Slot& s, const rawpipe_packet& p) {
   const rawpipe_addr& peer = s.peer;
@@ -111,7 +111,7 @@ unsigned take_burst(Runtime& rt, Slot& s, rawpipe_packet* pkts, unsigned max) {
     if (k == 0 && n == 0 && drive(rt)) k = rt.api->recvfrom_zcopy(rt.pipeline, s.endpoint, pkts, max);
     if (k <= 0) return n;
     const unsigned end = n + static_cast<unsigned>(k);
-    if (!s.connected.load(std::memory_order_acquire)) return end;
+    if (!s.filter_peer.load(std::memory_order_acquire)) return end;
     const unsigned before = n;
     for (unsigned i = n; i < end; ++i) {
       if (from_peer(s, pkts[i])) {

@@ -319,11 +319,10 @@ bool start_locked(Control& c) {
   return true;
 }
 
-bool add_rule_locked(Runtime& rt, Slot& s, const rawpipe_addr& dst, std::string* error) {
-  if (s.n_rules == kMaxRules) {
-    *error = std::string("more than ") + std::to_string(kMaxRules) + " addresses on one socket";
-    return false;
-  }
+// "udp dst DST[ src PEER]" for the slot's socket: a connected socket's rules name its peer, so
+// that, as in the kernel's socket lookup, its peer's datagrams go to it and everyone else's to
+// another socket on the port (a more specific rule wins, docs/rules.md).
+std::string rule_text(const Runtime& rt, const Slot& s, const rawpipe_addr& dst, const rawpipe_addr* peer) {
   std::string rule = std::string("socket") + std::to_string(&s - rt.slots) + ": udp dst ";
   char buf[INET6_ADDRSTRLEN];
   if (is_wildcard(dst)) {
@@ -337,13 +336,26 @@ bool add_rule_locked(Runtime& rt, Slot& s, const rawpipe_addr& dst, std::string*
     rule += std::string("[") + buf + "]";
   }
   rule += std::string(":") + std::to_string(dst.port);
+  if (peer) rule += " src " + addr_text(*peer);
+  return rule;
+}
+
+long add_rule_text(Runtime& rt, const std::string& rule, std::string* error) {
   t_inside = true;
   const long id = rt.api->add_conf_rule(rt.pipeline, rule.c_str());
   t_inside = false;
-  if (id <= 0) {
-    *error = rt.api->last_error(rt.pipeline);
+  if (id <= 0) *error = rt.api->last_error(rt.pipeline);
+  return id;
+}
+
+bool add_rule_locked(Runtime& rt, Slot& s, const rawpipe_addr& dst, std::string* error) {
+  if (s.n_rules == kMaxRules) {
+    *error = std::string("more than ") + std::to_string(kMaxRules) + " addresses on one socket";
     return false;
   }
+  const bool connected = s.connected.load(std::memory_order_relaxed);
+  const long id = add_rule_text(rt, rule_text(rt, s, dst, connected ? &s.peer : nullptr), error);
+  if (id <= 0) return false;
   s.rules[s.n_rules] = id;
   s.rule_groups[s.n_rules] = dst;
   ++s.n_rules;
@@ -476,6 +488,7 @@ void offer_bind(int fd, FdEntry& e) {
   s->timestamp.store(0);
   s->rcvtimeo_ms.store(-1);
   s->connected.store(false);
+  s->filter_peer.store(false);
   s->n_rules = 0;
   for (EpollLink& l : s->epolls) l = EpollLink{};
   s->rx_packets = s->rx_bytes = s->rx_truncated = s->rx_not_peer = s->tx_packets = s->tx_kernel = 0;
@@ -576,6 +589,36 @@ void join_group(Slot& s, const rawpipe_addr& group) {
   std::string error;
   if (!add_rule_locked(*rt, s, dst, &error))
     note(std::string("fd ") + std::to_string(s.first_fd) + std::string(": group ") + addr_text(dst) + " not steered to rawpipe: " + error);
+}
+
+void set_peer(Slot& s, const rawpipe_addr* peer) {
+  Runtime* rt = running();
+  if (!rt) return;
+  Control& c = control();
+  std::lock_guard lock(c.mu);
+  // Receivers compare against the peer only while filter_peer reads true (acquire). What was
+  // queued before connect stays readable, as in the kernel, which does not purge the queue.
+  s.filter_peer.store(false, std::memory_order_relaxed);
+  s.connected.store(false, std::memory_order_relaxed);
+  if (peer) s.peer = *peer;
+  s.connected.store(peer != nullptr, std::memory_order_release);
+  // Each rule is replaced by its twin naming (or no longer naming) the peer: the new one goes in
+  // before the old one goes, so no datagram for the socket finds neither.
+  for (unsigned i = 0; i < s.n_rules; ++i) {
+    std::string error;
+    const long id = add_rule_text(*rt, rule_text(*rt, s, s.rule_groups[i], peer), &error);
+    if (id <= 0) {
+      note(std::string("fd ") + std::to_string(s.first_fd) + " udp " + addr_text(s.local) +
+           ": its rules do not name the connected peer (" + error +
+           "); datagrams from others are dropped as they are read, not handed to another socket on the port");
+      s.filter_peer.store(peer != nullptr, std::memory_order_release);
+      return;
+    }
+    t_inside = true;
+    rt->api->remove_rule(rt->pipeline, static_cast<std::uint32_t>(s.rules[i]));
+    t_inside = false;
+    s.rules[i] = id;
+  }
 }
 
 void leave_group(Slot& s, const rawpipe_addr& group) {

@@ -65,6 +65,9 @@ struct Slot {
   std::atomic<long> rcvtimeo_ms{-1};  // SO_RCVTIMEO; -1 none
   std::atomic<bool> connected{false};
   rawpipe_addr peer{};
+  // Connected, but the rules could not be made to name the peer (set_peer): the receive calls
+  // drop what is not from it instead.
+  std::atomic<bool> filter_peer{false};
 
   // A packet taken from the ring but not consumed (MSG_PEEK, FIONREAD, poll's check).
   bool has_stash = false;
@@ -136,6 +139,9 @@ bool add_offload_rule(const char* line, std::string* error);
 // Multicast membership on an offloaded socket (the kernel join already happened).
 void join_group(Slot& s, const rawpipe_addr& group);
 void leave_group(Slot& s, const rawpipe_addr& group);
+// connect on an offloaded socket: its peer (nullptr: AF_UNSPEC, disconnected) goes into its
+// rules, as the kernel's lookup prefers a connected socket for its peer's datagrams.
+void set_peer(Slot& s, const rawpipe_addr* peer);
 
 // Takes/gives back the slot's consumer right. Returns false when the slot's socket is gone.
 bool consumer_enter(Slot& s, std::uint32_t gen);

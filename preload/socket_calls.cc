@@ -88,10 +88,7 @@ RAWPIPE_INTERPOSE int connect(int fd, const sockaddr* addr, socklen_t len) {
     if (Slot* s = slot_of(*e)) {
       rawpipe_addr peer{};
       const bool ok = to_rawpipe_addr(addr, len, &peer);  // AF_UNSPEC: disconnect
-      // Receivers compare against the peer only while connected reads true (acquire).
-      s->connected.store(false, std::memory_order_relaxed);
-      s->peer = peer;
-      s->connected.store(ok, std::memory_order_release);
+      set_peer(*s, ok ? &peer : nullptr);
     }
   }
   return r;

@@ -9,6 +9,10 @@
 //   poll PORT                bind *:PORT; poll and select on it wake for one datagram each
 //   echo6 PORT COUNT         a dual-stack IPv6 socket on [::]:PORT echoes COUNT datagrams
 //   connected PORT IP PEER   bind *:PORT, connect to IP:PEER; print the first two datagrams received
+//   connect-late PORT IP PEER  bind *:PORT, print "bound", connect to IP:PEER 500 ms later, print
+//                            "connected"; print the first two datagrams received
+//   shared PORT IP PEER      two sockets on *:PORT (SO_REUSEADDR): a listener, and one connected to
+//                            IP:PEER; after 4 datagrams, what each received
 //   stat PORT                *:PORT (offloaded), 127.0.0.1:PORT+1 and *:PORT+2 (kernel), one
 //                            socket never bound; reads *:PORT: "pause" stops reading for 2 s,
 //                            "sync" prints how many datagrams it read, "stop" ends
@@ -286,6 +290,72 @@ int connected(int port, const char* ip, int peer_port) {
   return 0;
 }
 
+int connect_late(int port, const char* ip, int peer_port) {
+  int fd = bound("0.0.0.0", port);
+  say("bound");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  sockaddr_in peer{};
+  peer.sin_family = AF_INET;
+  peer.sin_port = htons(static_cast<uint16_t>(peer_port));
+  inet_pton(AF_INET, ip, &peer.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&peer), sizeof peer) != 0) {
+    say(std::string("connect failed: ") + strerror(errno));
+    return 2;
+  }
+  say("connected");
+  timeval tv{2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  for (int i = 0; i < 2; ++i) {
+    char buf[64] = {};
+    const ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+    say(n >= 0 ? std::string("got ") + buf : std::string("recv: ") + strerror(errno));
+  }
+  close(fd);
+  return 0;
+}
+
+int shared_port(int port, const char* ip, int peer_port) {
+  int fds[2];
+  for (int& fd : fds) {
+    fd = socket(AF_INET, SOCK_DGRAM, 0);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      say(std::string("bind failed: ") + strerror(errno));
+      return 2;
+    }
+  }
+  sockaddr_in peer{};
+  peer.sin_family = AF_INET;
+  peer.sin_port = htons(static_cast<uint16_t>(peer_port));
+  inet_pton(AF_INET, ip, &peer.sin_addr);
+  if (connect(fds[1], reinterpret_cast<sockaddr*>(&peer), sizeof peer) != 0) {
+    say(std::string("connect failed: ") + strerror(errno));
+    return 2;
+  }
+  say("ready");
+  std::string got[2];
+  for (int n = 0; n < 4;) {
+    pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
+    if (poll(p, 2, 3000) <= 0) break;
+    for (int i = 0; i < 2; ++i) {
+      if (!(p[i].revents & POLLIN)) continue;
+      char buf[64] = {};
+      if (recv(fds[i], buf, sizeof buf - 1, MSG_DONTWAIT) < 0) continue;
+      got[i] += std::string(got[i].empty() ? "" : ",") + buf;
+      ++n;
+    }
+  }
+  say("listener: " + got[0]);
+  say("connected: " + got[1]);
+  close(fds[0]);
+  close(fds[1]);
+  return 0;
+}
+
 int stat_sockets(int port) {
   int off = bound("0.0.0.0", port);
   int loop = bound("127.0.0.1", port + 1);
@@ -326,6 +396,8 @@ int main(int argc, char** argv) {
   if (mode == "fork") return fork_child(a);
   if (mode == "poll") return poll_select(a);
   if (mode == "echo6") return echo6(a, b);
+  if (mode == "connect-late" && argc > 4) return connect_late(a, argv[3], atoi(argv[4]));
+  if (mode == "shared" && argc > 4) return shared_port(a, argv[3], atoi(argv[4]));
   if (mode == "stat") return stat_sockets(a);
   if (mode == "mmsg") return mmsg(a, argc > 3 && std::string(argv[3]) == "waitforone");
   if (mode == "connected" && argc > 4) return connected(a, argv[3], atoi(argv[4]));
