@@ -44,6 +44,7 @@ Control& control() {
 
 Runtime g_runtime;
 std::atomic<Runtime*> g_running{nullptr};
+std::atomic<Runtime*> g_inherited{nullptr};  // in a forked child: the parent's, see inherited()
 __attribute__((tls_model("initial-exec"))) thread_local bool t_inside = false;
 
 void note(const std::string& line) {
@@ -365,6 +366,7 @@ bool add_rule_locked(Runtime& rt, Slot& s, const rawpipe_addr& dst, std::string*
 }  // namespace
 
 Runtime* running() { return g_running.load(std::memory_order_acquire); }
+Runtime* inherited() { return g_inherited.load(std::memory_order_relaxed); }
 
 std::unique_lock<std::mutex> try_control_lock() { return std::unique_lock(control().mu, std::try_to_lock); }
 
@@ -644,6 +646,7 @@ namespace {
 // The child of a fork has no lcores: its sockets become plain kernel sockets (each is a real,
 // bound kernel socket already) and it offloads nothing new.
 void child_after_fork() {
+  g_inherited.store(g_running.load(std::memory_order_relaxed), std::memory_order_relaxed);
   g_running.store(nullptr, std::memory_order_release);
   Control& c = control();
   new (&c.mu) std::mutex;  // another thread may have held it at fork

@@ -119,6 +119,10 @@ inline int capped_wait_ms(const Runtime& rt, int wait_ms) {
 
 // The runtime, or nullptr when nothing is offloaded in this process (yet, or at all).
 Runtime* running();
+// In a forked child of a process that offloaded: the parent's runtime as the fork copied it. Its
+// addresses identify the records the parent left in epoll sets the child shares; nothing else
+// in it is the child's to use.
+Runtime* inherited();
 
 // Bound-address check, rules, pipeline start, slot and rule: called after the kernel bind of a
 // UDP socket succeeded. Leaves the entry kUdp when the socket stays the kernel's.

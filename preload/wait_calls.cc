@@ -234,16 +234,20 @@ int mixed_epoll_wait(int epfd, epoll_event* events, int max, int timeout_ms, con
     int wait = spinning ? 0 : left_ms(deadline);
     if (rt) wait = capped_wait_ms(*rt, wait);
     const int n = mask ? l.epoll_pwait(epfd, events, max, wait, mask) : l.epoll_wait(epfd, events, max, wait);
-    if (n < 0 || !rt) return n;
+    if (n < 0) return n;
+    // A forked child shares its parent's sets: the parent's records in them wake it too, but
+    // they are the parent's sockets (the child's copies are kernel sockets); it never sees them.
+    Runtime* records = rt ? rt : inherited();
     int out = 0;
     for (int i = 0; i < n; ++i) {
       if (is_queue_marker(events[i].data.ptr)) continue;  // the pass at the top of the loop takes it
       Slot* s = nullptr;
-      EpollLink* link = link_of(*rt, events[i].data.ptr, &s);
+      EpollLink* link = records ? link_of(*records, events[i].data.ptr, &s) : nullptr;
       if (!link) {
         events[out++] = events[i];
         continue;
       }
+      if (!rt) continue;
       std::uint32_t ev = 0;
       const std::uint32_t gen = s->gen.load(std::memory_order_acquire);
       if ((link->app_events & EPOLLIN) && ready_or_arm(*s, gen)) ev |= EPOLLIN;

@@ -514,6 +514,24 @@ TEST_F(Preload, ForkedChildReceivesOnItsKernelSocket) {
   EXPECT_NE(o.find("child got to the child"), std::string::npos) << o << e;
 }
 
+// A child inherits its parent's epoll set (the same kernel object): it must never be handed the
+// records the library keeps in it for the parent's offloaded socket, only its own events.
+TEST_F(Preload, ForkedChildSeesOnlyItsOwnEventsInAnInheritedEpollSet) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  pid_t pid = test::start_process(under_preload("af_packet", {app().string(), "fork-epoll", "7126"}), out, err);
+  ASSERT_GT(pid, 0);
+  if (wait_for(out, "child ready")) {
+    std::this_thread::sleep_for(300ms);
+    peer_send(*net_.peer, 7126, "to the parent");
+  }
+  const int status = test::wait_process(pid, {.timeout = 20s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_NE(o.find("parent got to the parent"), std::string::npos) << o << e;
+  EXPECT_NE(o.find("child event 222"), std::string::npos) << o << e;
+  EXPECT_FALSE(std::regex_search(o, std::regex(R"(child event (?!222\b)\d+)"))) << o << e;
+}
+
 fs::path source(const char* name) { return test::source_dir() / "tests" / "preload" / name; }
 
 TEST_F(Preload, PythonMulticastReceiverGetsEveryDatagramAndTheKernelReportsTheGroup) {

@@ -6,6 +6,9 @@
 //                            a blocking epoll_wait wakes for each in turn
 //   close-blocked PORT       a thread blocks in recv on *:PORT, another closes the socket
 //   fork PORT                bind *:PORT, fork: the child receives one datagram on its copy
+//   fork-epoll PORT          bind *:PORT into an epoll set, fork; the parent waits in the set
+//                            for *:PORT, the child adds a kernel socket 127.0.0.1:PORT+1 to the
+//                            inherited set and prints every event it gets until that one's
 //   poll PORT                bind *:PORT; poll and select on it wake for one datagram each
 //   echo6 PORT COUNT         a dual-stack IPv6 socket on [::]:PORT echoes COUNT datagrams
 //   connected PORT IP PEER   bind *:PORT, connect to IP:PEER; print the first two datagrams received
@@ -156,6 +159,50 @@ int fork_child(int port) {
   int status = 0;
   waitpid(pid, &status, 0);
   close(fd);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+int fork_epoll(int port) {
+  int off = bound("0.0.0.0", port);
+  int ep = epoll_create1(0);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 111;
+  epoll_ctl(ep, EPOLL_CTL_ADD, off, &ev);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int k = bound("127.0.0.1", port + 1);
+    ev.data.u64 = 222;
+    epoll_ctl(ep, EPOLL_CTL_ADD, k, &ev);
+    say("child ready");
+    const auto start = std::chrono::steady_clock::now();
+    bool sent = false;
+    while (std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+      // Its own datagram once the parent's has had time to arrive and wake the shared set.
+      if (!sent && std::chrono::steady_clock::now() - start > std::chrono::milliseconds(1500)) {
+        send_to("127.0.0.1", port + 1, "loop");
+        sent = true;
+      }
+      epoll_event got[4];
+      const int n = epoll_wait(ep, got, 4, 100);
+      for (int i = 0; i < n; ++i) {
+        say("child event " + std::to_string(got[i].data.u64));
+        if (got[i].data.u64 == 222) _exit(0);
+      }
+    }
+    _exit(1);
+  }
+  char buf[64] = {};
+  for (int round = 0; round < 50; ++round) {
+    epoll_event got[4];
+    const int n = epoll_wait(ep, got, 4, 100);
+    bool mine = false;
+    for (int i = 0; i < n; ++i) mine |= got[i].data.u64 == 111;
+    if (mine && recv(off, buf, sizeof buf - 1, MSG_DONTWAIT) > 0) break;
+  }
+  say(std::string("parent got ") + buf);
+  int status = 0;
+  waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
@@ -394,6 +441,7 @@ int main(int argc, char** argv) {
   if (mode == "epoll") return epoll_mixed(a, b);
   if (mode == "close-blocked") return close_blocked(a);
   if (mode == "fork") return fork_child(a);
+  if (mode == "fork-epoll") return fork_epoll(a);
   if (mode == "poll") return poll_select(a);
   if (mode == "echo6") return echo6(a, b);
   if (mode == "connect-late" && argc > 4) return connect_late(a, argv[3], atoi(argv[4]));
