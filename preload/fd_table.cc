@@ -50,6 +50,8 @@ FdEntry* fd_entry(int fd) {
   return &t.entries[fd];
 }
 
+int fd_of(const FdEntry& e) { return static_cast<int>(&e - table().entries); }
+
 void fd_forget(int fd) {
   if (FdEntry* e = fd_entry(fd)) {
     e->kind.store(FdKind::kNone, std::memory_order_release);

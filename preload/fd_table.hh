@@ -44,6 +44,8 @@ struct FdEntry {
 
 // The entry of fd, or nullptr when fd is negative or beyond the table (then it is the kernel's).
 FdEntry* fd_entry(int fd);
+// The descriptor an entry belongs to.
+int fd_of(const FdEntry& e);
 // One more than the highest fd ever given a kind (what a scan of the table must cover).
 int fd_high_water();
 // Notes that fd now has a kind.

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "preload/kernel_side.hh"
 #include "preload/libc.hh"
 
 namespace rawpipe::preload {
@@ -132,10 +133,11 @@ std::int64_t monotonic_ns() {
   return ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
-int sleep_on(Runtime& rt, int fd, int wait_ms) {
-  pollfd pfd[1 + kMaxQueueFds];
+int sleep_on(Runtime& rt, int fd, int kernel_fd, int wait_ms) {
+  pollfd pfd[2 + kMaxQueueFds];
   pfd[0] = {fd, POLLIN, 0};
   nfds_t n = 1;
+  if (kernel_fd >= 0) pfd[n++] = {kernel_fd, POLLIN, 0};
   if (rt.drive)
     for (int i = 0; i < rt.n_queue_fds; ++i) pfd[n++] = {rt.queue_fds[i], POLLIN, 0};
   return libc().poll(pfd, n, capped_wait_ms(rt, wait_ms));
@@ -164,6 +166,10 @@ ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msgh
   const long timeout_ms = s.rcvtimeo_ms.load(std::memory_order_relaxed);
   const std::int64_t start = nonblock ? 0 : monotonic_ns();
   const std::int64_t spin_until = start + spin_ns();
+  // The kernel side is looked at when the ring is found empty, once per call and after each
+  // sleep (which it also ends), not on every turn of the spin: it costs a system call.
+  const int kernel_fd = s.read_kernel.load(std::memory_order_relaxed) ? fd_of(e) : -1;
+  bool look_at_kernel = kernel_fd >= 0;
   for (;;) {
     if (!consumer_enter(s, gen)) {
       errno = EBADF;
@@ -174,6 +180,15 @@ ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msgh
       const ssize_t n = copy_out(*rt, s, pkt, iov, iovcnt, flags, msg);
       consumer_leave(s);
       return n;
+    }
+    if (look_at_kernel) {
+      look_at_kernel = false;
+      const ssize_t n = kernel_recv(kernel_fd, iov, iovcnt, flags, msg);
+      if (n >= 0 || errno != EAGAIN) {
+        if (n >= 0 && !(flags & MSG_PEEK)) s.rx_kernel.fetch_add(1, std::memory_order_relaxed);
+        consumer_leave(s);
+        return n;
+      }
     }
     // Nothing waiting. Spin while the budget lasts, then arm the descriptor: an application
     // that waits in poll/epoll (or this thread, below) is woken by the next packet. arm_fd
@@ -198,7 +213,8 @@ ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msgh
       }
       wait_ms = static_cast<int>(left / 1000000 + 1);
     }
-    const int r = sleep_on(*rt, s.wake_fd, wait_ms);
+    const int r = sleep_on(*rt, s.wake_fd, kernel_fd, wait_ms);
+    look_at_kernel = kernel_fd >= 0;
     if (r < 0 && errno == EINTR) return -1;  // a signal interrupts a blocking receive, as in the kernel
     if (s.gen.load(std::memory_order_acquire) != gen) {
       errno = EBADF;

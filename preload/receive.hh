@@ -10,7 +10,8 @@
 
 namespace rawpipe::preload {
 
-// Receives one datagram. Returns the bytes copied (or the datagram's length with MSG_TRUNC in
+// Receives one datagram, from the ring or, once it is empty, from the socket's kernel side
+// (Slot::read_kernel). Returns the bytes copied (or the datagram's length with MSG_TRUNC in
 // flags), or -1 with errno (EAGAIN, EBADF when the socket was closed meanwhile, ETIMEDOUT as
 // EAGAIN after SO_RCVTIMEO). msg may be null (then no name, no control, no flags out).
 // deadline_ns (CLOCK_MONOTONIC, -1: none) bounds a blocking wait as SO_RCVTIMEO does (recvmmsg's
@@ -27,9 +28,10 @@ unsigned take_burst(Runtime& rt, Slot& s, rawpipe_packet* pkts, unsigned max);
 // CLOCK_MONOTONIC in nanoseconds.
 std::int64_t monotonic_ns();
 
-// Sleeps until fd is readable or wait_ms (-1: no limit) passes; in no-lcore mode also until the
-// port's queues have packets (the caller then runs a pass). poll's result.
-int sleep_on(Runtime& rt, int fd, int wait_ms);
+// Sleeps until fd or kernel_fd (-1: none) is readable or wait_ms (-1: no limit) passes; in
+// no-lcore mode also until the port's queues have packets (the caller then runs a pass). poll's
+// result.
+int sleep_on(Runtime& rt, int fd, int kernel_fd, int wait_ms);
 
 // Whether a datagram is waiting (takes it into the stash without consuming it). Sets *len to its
 // payload length when one is.

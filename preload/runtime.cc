@@ -18,9 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "preload/kernel_side.hh"
 #include "preload/libc.hh"
 #include "preload/rules.hh"
 #include "preload/socket_stats.hh"
+#include "preload/wait.hh"
 
 namespace rawpipe::preload {
 namespace {
@@ -33,6 +35,7 @@ struct Control {
   std::vector<OffloadRule> rules;
   bool rules_loaded = false;
   std::string interface;                 // RAWPIPE_INTERFACE (empty with a config file)
+  std::string pmd;                       // its driver
   std::vector<rawpipe_addr> if_addrs;    // its addresses: binds to others stay on the kernel
   bool forked_child = false;
 };
@@ -175,6 +178,7 @@ bool build_config(Control& c, std::string* text, std::string* why) {
     // af_xdp (and auto, which may pick it) steers only the sockets' traffic and leaves ARP/ND to
     // the kernel: there sends go out through each socket's kernel twin.
     const std::string pmd = std::getenv("RAWPIPE_PMD") ? std::getenv("RAWPIPE_PMD") : "auto";
+    c.pmd = pmd;
     std::string addrs;
     for (const rawpipe_addr& a : c.if_addrs) {
       char buf[INET6_ADDRSTRLEN];
@@ -210,7 +214,9 @@ bool build_config(Control& c, std::string* text, std::string* why) {
 void summary(const Slot& s) {
   const std::uint64_t ring_full = ring_full_since_bind(s, endpoint_figures(g_runtime, s.endpoint));
   note(std::string("fd ") + std::to_string(s.first_fd) + std::string(" udp ") + addr_text(s.local) +
-       std::string(" offloaded: rx ") + std::to_string(s.rx_packets.load()) + std::string(" packets, tx ") +
+       std::string(" offloaded: rx ") + std::to_string(s.rx_packets.load()) + std::string(" packets") +
+       (s.rx_kernel.load() ? " (" + std::to_string(s.rx_kernel.load()) + " more from the kernel)" : std::string()) +
+       std::string(", tx ") +
        std::to_string(s.tx_packets.load()) + std::string(" (") + std::to_string(s.tx_kernel.load()) +
        " more through the kernel), endpoint socket" + std::to_string(&s - g_runtime.slots) +
        (s.rx_not_peer.load() ? "; " + std::to_string(s.rx_not_peer.load()) + " not from the connected peer dropped" : "") +
@@ -293,6 +299,10 @@ bool start_locked(Control& c) {
     s.wake_fd = fd;
   }
   rt.n_slots = n;
+  if (!c.interface.empty()) {
+    rt.read_kernel = true;
+    rt.duplicate_ifindex = c.pmd == "af_xdp" ? 0 : static_cast<int>(if_nametoindex(c.interface.c_str()));
+  }
   if (api->caps & RAWPIPE_CAP_PROGRESS) {
     // Threadless lcores give their queues' descriptors (0: every lcore has a thread).
     const int q = api->progress_fds(p, rt.queue_fds, kMaxQueueFds);
@@ -493,7 +503,7 @@ void offer_bind(int fd, FdEntry& e) {
   s->filter_peer.store(false);
   s->n_rules = 0;
   for (EpollLink& l : s->epolls) l = EpollLink{};
-  s->rx_packets = s->rx_bytes = s->rx_truncated = s->rx_not_peer = s->tx_packets = s->tx_kernel = 0;
+  s->rx_packets = s->rx_bytes = s->rx_truncated = s->rx_not_peer = s->tx_packets = s->tx_kernel = s->rx_kernel = 0;
   s->ring_full_at_bind = endpoint_figures(rt, s->endpoint).ring_full;
   // Nothing can be addressed to the new socket yet: whatever the ring holds is the previous
   // owner's (see drop_fd).
@@ -511,9 +521,15 @@ void offer_bind(int fd, FdEntry& e) {
     note(std::string("fd ") + std::to_string(fd) + std::string(" udp ") + addr_text(local) + " stays on the kernel: " + error);
     return stays(KernelWhy::kRuleRefused);
   }
-  // The kernel socket keeps the port (and answers nothing): its buffer only needs to be small.
-  const int small = 4096;
-  libc().setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  // The kernel socket keeps the port. What reaches it that the pipeline never sees is read too,
+  // once copies of the ring's datagrams are kept out of it; where that cannot be done it holds
+  // nothing to read, and its buffer only needs to be small.
+  s->read_kernel.store(rt.read_kernel && (rt.duplicate_ifindex == 0 || drop_copies_from(fd, rt.duplicate_ifindex)),
+                       std::memory_order_relaxed);
+  if (!s->read_kernel.load(std::memory_order_relaxed)) {
+    const int small = 4096;
+    libc().setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  }
   s->fds.store(1, std::memory_order_relaxed);
   s->in_use.store(true, std::memory_order_relaxed);
   e.slot.store(static_cast<std::uint16_t>(s - rt.slots), std::memory_order_relaxed);
@@ -645,8 +661,23 @@ void leave_group(Slot& s, const rawpipe_addr& group) {
 namespace {
 // The child of a fork has no lcores: its sockets become plain kernel sockets (each is a real,
 // bound kernel socket already) and it offloads nothing new.
+// The parent and the child share every socket. The child's copies are plain kernel sockets and
+// must get everything the kernel receives, so the child takes away the filter that kept copies
+// of the ring's datagrams out of them; from then on the parent's kernel sides hold those copies
+// and the parent stops reading them (the ring has them already).
+void parent_after_fork() {
+  Runtime* rt = g_running.load(std::memory_order_acquire);
+  if (!rt) return;
+  bool any = false;
+  for (unsigned i = 0; i < rt->n_slots; ++i) any |= rt->slots[i].read_kernel.exchange(false, std::memory_order_relaxed);
+  if (!any) return;
+  epoll_forget_kernel_sides();
+  note("fork: the child shares the offloaded sockets; datagrams sent to them from this host now reach the child only");
+}
+
 void child_after_fork() {
-  g_inherited.store(g_running.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  Runtime* rt = g_running.load(std::memory_order_relaxed);
+  g_inherited.store(rt, std::memory_order_relaxed);
   g_running.store(nullptr, std::memory_order_release);
   Control& c = control();
   new (&c.mu) std::mutex;  // another thread may have held it at fork
@@ -656,11 +687,13 @@ void child_after_fork() {
     if (!e) break;
     FdKind k = e->kind.load(std::memory_order_relaxed);
     if (k != FdKind::kOffloaded) continue;
+    const Slot& slot = g_runtime.slots[e->slot.load(std::memory_order_relaxed)];
+    if (rt && rt->duplicate_ifindex && slot.read_kernel.load(std::memory_order_relaxed)) keep_copies(fd);
     e->why.store(KernelWhy::kForkedChild, std::memory_order_relaxed);
     e->kind.store(FdKind::kUdp, std::memory_order_relaxed);
   }
 }
-__attribute__((constructor)) void install_fork_handler() { pthread_atfork(nullptr, nullptr, child_after_fork); }
+__attribute__((constructor)) void install_fork_handler() { pthread_atfork(nullptr, parent_after_fork, child_after_fork); }
 }  // namespace
 
 }  // namespace rawpipe::preload

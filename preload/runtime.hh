@@ -35,6 +35,11 @@ struct EpollLink {
   int epfd = -1;
   epoll_data_t app_data{};
   std::uint32_t app_events = 0;
+  // The socket's kernel side (Slot::read_kernel) is in the set too, with this byte's address as
+  // its data.
+  bool kernel_registered = false;
+  int kernel_fd = -1;  // the descriptor registered
+  char kernel_tag = 0;
 };
 
 struct Slot {
@@ -59,6 +64,9 @@ struct Slot {
   rawpipe_addr local{};               // bound address and port
   bool local_specific = false;        // a unicast address rather than the wildcard or a group
   int first_fd = -1;                  // for messages and the summary
+  // The kernel socket is read too (preload/kernel_side.hh): what the pipeline never sees. Set
+  // at bind; cleared in a parent that forks (the child's copy of the socket takes everything).
+  std::atomic<bool> read_kernel{false};
 
   // Socket options the data path honours.
   std::atomic<int> timestamp{0};      // 0, SO_TIMESTAMP or SO_TIMESTAMPNS
@@ -86,6 +94,7 @@ struct Slot {
   // Datagrams from another source than a connected socket's peer: dropped, as the kernel does.
   std::atomic<std::uint64_t> rx_not_peer{0};
   std::atomic<std::uint64_t> tx_packets{0}, tx_kernel{0};
+  std::atomic<std::uint64_t> rx_kernel{0};  // datagrams read from the kernel side
 };
 
 inline constexpr int kMaxQueueFds = 16;
@@ -100,6 +109,11 @@ struct Runtime {
   // (progress) and, once its spin budget is spent, sleeps on the port's queues as well as on
   // its sockets. Fixed at start.
   bool drive = false;
+  // Offloaded sockets' kernel sides are read (with RAWPIPE_INTERFACE, where the port's interface
+  // is known). duplicate_ifindex: the interface whose datagrams the kernel side must drop, being
+  // copies of the ring's (af_packet, and auto, which may pick it); 0 on af_xdp. Fixed at start.
+  bool read_kernel = false;
+  int duplicate_ifindex = 0;
   int n_queue_fds = 0;                 // -1: a queue has no descriptor: sleep 1 ms at most
   int queue_fds[kMaxQueueFds] = {};
   Slot slots[kMaxSlots];

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "preload/fd_table.hh"
+#include "preload/kernel_side.hh"
 #include "preload/libc.hh"
 #include "preload/receive.hh"
 #include "preload/runtime.hh"
@@ -70,7 +71,7 @@ int sa_recvfrom_zcopy(int fd, rawpipe_packet* pkts, unsigned max, int flags) {
       errno = EAGAIN;
       return -1;
     }
-    if (sleep_on(*rt, s->wake_fd, -1) < 0 && errno == EINTR) return -1;
+    if (sleep_on(*rt, s->wake_fd, -1, -1) < 0 && errno == EINTR) return -1;
   }
 }
 
@@ -171,7 +172,14 @@ int sa_offload(int fd, int on) {
   Slot* s = socket_slot(fd);
   if (!s) return -1;
   Runtime* rt = running();
-  return rt->api->set_endpoint_offload(rt->pipeline, s->endpoint, on);
+  const int r = rt->api->set_endpoint_offload(rt->pipeline, s->endpoint, on);
+  // Off, the kernel serves the socket: its side must take every datagram again, copies of what
+  // the port sees included (and the receive calls read it once the ring is empty).
+  if (r == 0 && s->read_kernel.load(std::memory_order_relaxed) && rt->duplicate_ifindex) {
+    if (on) (void)drop_copies_from(fd, rt->duplicate_ifindex);
+    else keep_copies(fd);
+  }
+  return r;
 }
 
 const rawpipe_socket_api g_table = {

@@ -166,8 +166,8 @@ RAWPIPE_INTERPOSE int ioctl(int fd, unsigned long request, ...) {
   va_end(ap);
   FdEntry* e = offloaded(fd);
   if (e && request == FIONREAD) {
-    // The kernel socket's queue is not what this socket receives: the next datagram's size in
-    // the ring is (0 when none), as the kernel reports for UDP.
+    // The next datagram's size, as the kernel reports for UDP (0 when none): the ring's, or
+    // when it is empty the kernel side's (which holds only what the pipeline never saw).
     std::uint32_t gen = 0;
     Slot* s = slot_of(*e, &gen);
     if (!s || !arg) {
@@ -176,6 +176,7 @@ RAWPIPE_INTERPOSE int ioctl(int fd, unsigned long request, ...) {
     }
     int len = 0;
     if (!offloaded_ready(*s, gen, &len)) len = 0;
+    if (!len && s->read_kernel.load(std::memory_order_relaxed) && libc().ioctl(fd, FIONREAD, &len) != 0) len = 0;
     *static_cast<int*>(arg) = len;
     return 0;
   }

@@ -48,6 +48,7 @@ nlohmann::json offloaded_row(const Runtime& rt, const Slot& s, const EndpointFig
                         {"rx_packets", s.rx_packets.load(std::memory_order_relaxed)},
                         {"rx_bytes", s.rx_bytes.load(std::memory_order_relaxed)},
                         {"rx_truncated", s.rx_truncated.load(std::memory_order_relaxed)},
+                        {"rx_kernel", s.rx_kernel.load(std::memory_order_relaxed)},
                         {"tx_packets", s.tx_packets.load(std::memory_order_relaxed)},
                         {"tx_kernel", s.tx_kernel.load(std::memory_order_relaxed)},
                         {"queued", f.queued},

@@ -14,4 +14,8 @@ namespace rawpipe::preload {
 // An epoll descriptor is being closed: its registrations of offloaded sockets go with it.
 void epoll_closed(int epfd);
 
+// The process forked: offloaded sockets' kernel sides leave the epoll sets (they now hold copies
+// of the ring's datagrams for the child, and would keep the sets ready).
+void epoll_forget_kernel_sides();
+
 }  // namespace rawpipe::preload

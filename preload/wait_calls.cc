@@ -3,6 +3,8 @@
 #include <sys/select.h>
 #include <time.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -54,23 +56,35 @@ int left_ms(std::int64_t deadline) {
   return left <= 0 ? 0 : static_cast<int>((left + 999999) / 1000000);
 }
 
+// An offloaded socket whose kernel side is read (Slot::read_kernel) and that is polled for input.
+bool kernel_side_polled(const pollfd& p) {
+  FdEntry* e = offloaded(p.fd);
+  Slot* s = e ? slot_of(*e) : nullptr;
+  return s && s->read_kernel.load(std::memory_order_relaxed) && (p.events & POLLIN);
+}
+
 // poll over a set with at least one offloaded descriptor.
 int mixed_poll(pollfd* fds, nfds_t n, int timeout_ms, const sigset_t* mask) {
   const Libc& l = libc();
   Runtime* rt = running();
   // The application's set, then (no-lcore mode) the port's queues, whose readiness only says
-  // that this thread should run a pass.
+  // that this thread should run a pass, then the kernel sides of offloaded sockets.
   const nfds_t queues = rt && rt->drive && rt->n_queue_fds > 0 ? static_cast<nfds_t>(rt->n_queue_fds) : 0;
+  nfds_t kernel_sides = 0;
+  for (nfds_t i = 0; i < n; ++i) kernel_sides += kernel_side_polled(fds[i]) ? 1 : 0;
   pollfd small[64];
   std::vector<pollfd> big;
   pollfd* k = small;
-  if (n + queues > 64) {
-    big.resize(n + queues);
+  if (n + queues + kernel_sides > 64) {
+    big.resize(n + queues + kernel_sides);
     k = big.data();
   }
   const std::int64_t start = monotonic_ns();
   const std::int64_t deadline = timeout_ms < 0 ? -1 : start + timeout_ms * 1000000ll;
   const std::int64_t spin_until = start + spin_ns();
+  // Kernel sides cost a system call to look at: once per call and after each sleep, not on
+  // every turn of the spin (unless the set has kernel descriptors, polled each turn anyway).
+  bool look_at_kernel = true;
   for (;;) {
     int ready = 0;
     bool any_kernel = false;
@@ -92,25 +106,34 @@ int mixed_poll(pollfd* fds, nfds_t n, int timeout_ms, const sigset_t* mask) {
         if ((fds[i].events & POLLIN) && offloaded_ready(*s, gen, nullptr)) fds[i].revents |= POLLIN;
         // A datagram socket can always send (the kernel twin takes what the pipeline does not).
         if (fds[i].events & POLLOUT) fds[i].revents |= POLLOUT;
+        if (look_at_kernel && !(fds[i].revents & POLLIN) && kernel_side_polled(fds[i])) {
+          k[i].fd = fds[i].fd;
+          k[i].events = POLLIN;
+          any_kernel = true;
+        }
       }
       if (fds[i].revents) ++ready;
     }
+    look_at_kernel = false;
     const bool spinning = monotonic_ns() < spin_until && timeout_ms != 0;
-    if (ready || spinning || timeout_ms == 0) {
+    if (ready || spinning || timeout_ms == 0 || any_kernel) {
       if (any_kernel) {
         const int r = l.poll(k, n, 0);
         if (r < 0) return r;
-        for (nfds_t i = 0; i < n; ++i)
-          if (k[i].fd >= 0 && k[i].revents) {
-            fds[i].revents = k[i].revents;
-            ++ready;
-          }
+        for (nfds_t i = 0; i < n; ++i) {
+          if (k[i].fd < 0 || !k[i].revents) continue;
+          if (!fds[i].revents) ++ready;
+          // An offloaded socket's kernel side says only whether it has a datagram.
+          fds[i].revents |= offloaded(fds[i].fd) ? static_cast<short>(k[i].revents & POLLIN) : k[i].revents;
+        }
       }
-      if (ready || !spinning) return ready;
-      continue;
+      if (ready || timeout_ms == 0) return ready;
+      if (spinning) continue;
     }
-    // Sleep: every offloaded descriptor armed and waited for through its endpoint's eventfd.
+    // Sleep: every offloaded descriptor armed and waited for through its endpoint's eventfd (and
+    // its kernel side).
     bool slipped = false;
+    nfds_t extra = n + queues;
     for (nfds_t i = 0; i < n; ++i) {
       FdEntry* e = offloaded(fds[i].fd);
       if (!e) continue;
@@ -120,6 +143,7 @@ int mixed_poll(pollfd* fds, nfds_t n, int timeout_ms, const sigset_t* mask) {
       if ((fds[i].events & POLLIN) && ready_or_arm(*s, gen)) slipped = true;
       k[i].fd = s->wake_fd;
       k[i].events = POLLIN;
+      if (kernel_side_polled(fds[i]) && extra < n + queues + kernel_sides) k[extra++] = {fds[i].fd, POLLIN, 0};
     }
     if (slipped) continue;
     for (nfds_t q = 0; q < queues; ++q) k[n + q] = {rt->queue_fds[q], POLLIN, 0};
@@ -134,9 +158,9 @@ int mixed_poll(pollfd* fds, nfds_t n, int timeout_ms, const sigset_t* mask) {
         ts = {0, 1000000};
         tp = &ts;
       }
-      return l.ppoll(k, n + queues, tp, mask);
+      return l.ppoll(k, extra, tp, mask);
     }()
-                       : l.poll(k, n + queues, rt ? capped_wait_ms(*rt, left_ms(deadline)) : left_ms(deadline));
+                       : l.poll(k, extra, rt ? capped_wait_ms(*rt, left_ms(deadline)) : left_ms(deadline));
     if (r < 0) return r;
     int got = 0;
     for (nfds_t i = 0; i < n; ++i) {
@@ -151,6 +175,8 @@ int mixed_poll(pollfd* fds, nfds_t n, int timeout_ms, const sigset_t* mask) {
       if (fds[i].revents) ++got;
     }
     if (got) return got;
+    // A kernel side that woke the sleep is looked at on the next turn.
+    look_at_kernel = true;
     if (deadline >= 0 && monotonic_ns() >= deadline) return 0;
   }
 }
@@ -194,18 +220,39 @@ int mixed_select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int timeout_ms, c
   return bits;
 }
 
-// The record an epoll event's data points at, when it is one of ours.
-EpollLink* link_of(Runtime& rt, void* ptr, Slot** slot) {
+// The record an epoll event's data points at, when it is one of ours: the endpoint's descriptor
+// (the record itself) or the socket's kernel side (its kernel_tag; *kernel_side says which).
+EpollLink* link_of(Runtime& rt, void* ptr, Slot** slot, bool* kernel_side) {
   const auto* base = reinterpret_cast<const char*>(rt.slots);
   const auto* p = static_cast<const char*>(ptr);
   if (p < base || p >= base + sizeof(Slot) * rt.n_slots) return nullptr;
   Slot& s = rt.slots[(p - base) / sizeof(Slot)];
   for (EpollLink& l : s.epolls)
-    if (reinterpret_cast<const char*>(&l) == p) {
+    if (reinterpret_cast<const char*>(&l) == p || &l.kernel_tag == p) {
       *slot = &s;
+      *kernel_side = &l.kernel_tag == p;
       return &l;
     }
   return nullptr;
+}
+
+// The kernel side of an offloaded socket (Slot::read_kernel) sits in the set beside its
+// endpoint's descriptor while the application waits there for input.
+int kernel_side_in_epoll(int epfd, int fd, const Slot& s, EpollLink& link, std::uint32_t app_events) {
+  if (!s.read_kernel.load(std::memory_order_relaxed) || !(app_events & EPOLLIN)) {
+    if (link.kernel_registered) (void)libc().epoll_ctl(epfd, EPOLL_CTL_DEL, link.kernel_fd, nullptr);
+    link.kernel_registered = false;
+    return 0;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN | (app_events & (EPOLLET | EPOLLONESHOT | EPOLLEXCLUSIVE));
+  ev.data.ptr = &link.kernel_tag;
+  const int r = libc().epoll_ctl(epfd, link.kernel_registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
+  if (r == 0) {
+    link.kernel_registered = true;
+    link.kernel_fd = fd;
+  }
+  return r;
 }
 
 int epoll_count(int epfd) {
@@ -239,20 +286,27 @@ int mixed_epoll_wait(int epfd, epoll_event* events, int max, int timeout_ms, con
     // they are the parent's sockets (the child's copies are kernel sockets); it never sees them.
     Runtime* records = rt ? rt : inherited();
     int out = 0;
+    // The sockets reported so far in this batch: one whose ring and kernel side are both ready
+    // is one event, as a socket is once in the kernel's.
+    EpollLink* reported[64];
+    int n_reported = 0;
     for (int i = 0; i < n; ++i) {
       if (is_queue_marker(events[i].data.ptr)) continue;  // the pass at the top of the loop takes it
       Slot* s = nullptr;
-      EpollLink* link = records ? link_of(*records, events[i].data.ptr, &s) : nullptr;
+      bool kernel_side = false;
+      EpollLink* link = records ? link_of(*records, events[i].data.ptr, &s, &kernel_side) : nullptr;
       if (!link) {
         events[out++] = events[i];
         continue;
       }
       if (!rt) continue;
+      if (std::find(reported, reported + n_reported, link) != reported + n_reported) continue;
       std::uint32_t ev = 0;
       const std::uint32_t gen = s->gen.load(std::memory_order_acquire);
-      if ((link->app_events & EPOLLIN) && ready_or_arm(*s, gen)) ev |= EPOLLIN;
+      if ((link->app_events & EPOLLIN) && (kernel_side || ready_or_arm(*s, gen))) ev |= EPOLLIN;
       if (link->app_events & EPOLLOUT) ev |= EPOLLOUT;
       if (!ev) continue;  // a stale wake: the ring is empty and now armed
+      if (n_reported < 64) reported[n_reported++] = link;
       events[out].events = ev;
       events[out].data = link->app_data;
       ++out;
@@ -265,6 +319,18 @@ int mixed_epoll_wait(int epfd, epoll_event* events, int max, int timeout_ms, con
 }  // namespace
 
 namespace rawpipe::preload {
+void epoll_forget_kernel_sides() {
+  Runtime* rt = running();
+  if (!rt) return;
+  std::lock_guard lock(g_epoll_mu);
+  for (unsigned i = 0; i < rt->n_slots; ++i)
+    for (EpollLink& l : rt->slots[i].epolls)
+      if (l.kernel_registered) {
+        (void)libc().epoll_ctl(l.epfd, EPOLL_CTL_DEL, l.kernel_fd, nullptr);
+        l.kernel_registered = false;
+      }
+}
+
 void epoll_closed(int epfd) {
   Runtime* rt = running();
   if (!rt) return;
@@ -333,6 +399,7 @@ RAWPIPE_INTERPOSE int epoll_ctl(int epfd, int op, int fd, epoll_event* event) {
     return -1;
   }
   if (op == EPOLL_CTL_DEL) {
+    (void)kernel_side_in_epoll(epfd, fd, *s, *link, 0);
     const int r = libc().epoll_ctl(epfd, EPOLL_CTL_DEL, s->wake_fd, nullptr);
     *link = EpollLink{};
     epoll_count_add(epfd, -1);
@@ -356,6 +423,14 @@ RAWPIPE_INTERPOSE int epoll_ctl(int epfd, int op, int fd, epoll_event* event) {
   link->epfd = epfd;
   link->app_data = event->data;
   link->app_events = event->events;
+  if (kernel_side_in_epoll(epfd, fd, *s, *link, event->events) != 0) {
+    // The set would not wake for what only the kernel side gets: say so once, keep the rest.
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true)) {
+      const char line[] = "rawpipe-preload: an epoll set refused an offloaded socket's kernel side; loopback datagrams to it wake no epoll_wait\n";
+      (void)!libc().write(2, line, sizeof line - 1);
+    }
+  }
   // Arm the endpoint so the next packet signals the set; data that arrived before the
   // registration signalled nobody (the endpoint was not armed): make the descriptor readable so
   // this set sees it.

@@ -98,7 +98,8 @@ void print_filters(const nlohmann::json& doc) {
 }
 
 // The preload library's sockets (section "sockets"): whether each UDP socket is served by
-// rawpipe, and if not why, with what it received and lost.
+// rawpipe, and if not why, with what it received (through its endpoint and its kernel side) and
+// lost.
 void print_sockets(const nlohmann::json& rows) {
   fmt::print("sockets\n  {:>5} {:<4} {:<44} {:<9} {:>12} {:>12} {:>10}  {}\n", "fd", "", "local", "offloaded", "rx",
              "tx", "drops", "endpoint / why not");
@@ -110,7 +111,7 @@ void print_sockets(const nlohmann::json& rows) {
     // A kernel socket's datagrams are the kernel's to count; its drops are the kernel's too.
     fmt::print("  {:>5} {:<4} {:<44} {:<9} {:>12} {:>12} {:>10}  {}\n", u(r, "fd"), r.value("proto", "udp"),
                r.value("local", "-"), offloaded ? "yes" : "no",
-               offloaded ? std::to_string(u(r, "rx_packets")) : std::string("-"),
+               offloaded ? std::to_string(u(r, "rx_packets") + u(r, "rx_kernel")) : std::string("-"),
                offloaded ? std::to_string(u(r, "tx_packets")) : std::string("-"), drops,
                offloaded ? r.value("endpoint", "") : r.value("why", ""));
   }

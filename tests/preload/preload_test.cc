@@ -137,6 +137,7 @@ class Preload : public ::testing::Test {
   void connected_socket_receives_only_its_peer(const std::string& pmd);
   void listener_and_connected_socket_share_a_port(const std::string& pmd);
   void datagram_queued_before_connect_is_still_read(const std::string& pmd);
+  void local_senders_reach_an_offloaded_socket(const std::string& pmd, const std::string& how);
   void socketxtreme_poll_sleeps_on_the_ring_descriptor(const std::string& pmd);
 
   Net net_;
@@ -384,6 +385,56 @@ TEST_F(Preload, DatagramQueuedBeforeConnectIsStillRead) { datagram_queued_before
 
 TEST_F(Preload, ListenerAndConnectedSocketShareAPortOnKernelSockets) { listener_and_connected_socket_share_a_port("kernel"); }
 TEST_F(Preload, ListenerAndConnectedSocketShareAPort) { listener_and_connected_socket_share_a_port("af_packet"); }
+
+// Datagrams the pipeline never sees reach an offloaded socket through its kernel side: sent on
+// this host to 127.0.0.1 or to the interface's own address (both cross lo). Each is read once,
+// beside the peer's through the ring, whether the program sleeps in recv, poll or epoll_wait;
+// on af_packet the kernel side holds no copy of the ring's datagrams.
+void Preload::local_senders_reach_an_offloaded_socket(const std::string& pmd, const std::string& how) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  const std::vector<std::string> argv = {app().string(), "any-path", "7127", "4", how};
+  pid_t pid = pmd == "kernel" ? test::start_process({"ip", "netns", "exec", net_.ours->name(), argv[0], argv[1], argv[2], argv[3], argv[4]}, out, err)
+                              : test::start_process(under_preload(pmd, argv), out, err);
+  ASSERT_GT(pid, 0);
+  auto local_send = [this](const char* ip, const std::string& text) {
+    EXPECT_TRUE(net_.ours->run([&] {
+      int fd = socket(AF_INET, SOCK_DGRAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(7127);
+      inet_pton(AF_INET, ip, &a.sin_addr);
+      sendto(fd, text.data(), text.size(), 0, reinterpret_cast<sockaddr*>(&a), sizeof a);
+      close(fd);
+    }));
+  };
+  if (wait_for(out, "ready")) {
+    // Each after the program went to sleep (past its 20 us spin).
+    std::this_thread::sleep_for(300ms);
+    peer_send(*net_.peer, 7127, "from the peer");
+    std::this_thread::sleep_for(300ms);
+    local_send("127.0.0.1", "over loopback");
+    std::this_thread::sleep_for(300ms);
+    local_send(kOurIp, "to our own address");
+    std::this_thread::sleep_for(300ms);
+    peer_send(*net_.peer, 7127, "from the peer again");
+  }
+  const int status = test::wait_process(pid, {.timeout = 20s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  EXPECT_EQ(status, 0) << o << e;
+  EXPECT_EQ(o, "ready\ngot from the peer\ngot over loopback\ngot to our own address\ngot from the peer again\nthen -1\n") << e;
+  if (pmd != "kernel") {
+    EXPECT_NE(e.find("udp *:7127 offloaded: rx 2 packets (2 more from the kernel)"), std::string::npos) << e;
+  }
+}
+
+TEST_F(Preload, LocalSendersReachAKernelSocket) { local_senders_reach_an_offloaded_socket("kernel", "recv"); }
+TEST_F(Preload, LocalSendersReachAnOffloadedSocketInRecv) { local_senders_reach_an_offloaded_socket("af_packet", "recv"); }
+TEST_F(Preload, LocalSendersReachAnOffloadedSocketInPoll) { local_senders_reach_an_offloaded_socket("af_packet", "poll"); }
+TEST_F(Preload, LocalSendersReachAnOffloadedSocketInEpoll) { local_senders_reach_an_offloaded_socket("af_packet", "epoll"); }
+TEST_F(Preload, LocalSendersReachAnOffloadedSocketOnAfXdp) { local_senders_reach_an_offloaded_socket("af_xdp", "epoll"); }
+TEST_F(Preload, LocalSendersReachAnOffloadedSocketWithoutAnLcore) {
+  local_senders_reach_an_offloaded_socket("af_xdp-no-lcore", "poll");
+}
 
 // rawpipe stat on a preloaded process: a row per UDP socket, offloaded with what it read and
 // lost, or the kernel's with why. A reader that stops while 3000 datagrams arrive loses what its

@@ -16,6 +16,8 @@
 //                            "connected"; print the first two datagrams received
 //   shared PORT IP PEER      two sockets on *:PORT (SO_REUSEADDR): a listener, and one connected to
 //                            IP:PEER; after 4 datagrams, what each received
+//   any-path PORT N MODE     bind *:PORT; receive N datagrams, sleeping in recv, poll or epoll_wait
+//                            (MODE) before each; print each
 //   stat PORT                *:PORT (offloaded), 127.0.0.1:PORT+1 and *:PORT+2 (kernel), one
 //                            socket never bound; reads *:PORT: "pause" stops reading for 2 s,
 //                            "sync" prints how many datagrams it read, "stop" ends
@@ -403,6 +405,34 @@ int shared_port(int port, const char* ip, int peer_port) {
   return 0;
 }
 
+int any_path(int port, int count, const std::string& how) {
+  int fd = bound("0.0.0.0", port);
+  int ep = epoll_create1(0);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 7;
+  epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+  say("ready");
+  for (int i = 0; i < count; ++i) {
+    if (how == "poll") {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 8000) != 1 || !(p.revents & POLLIN)) return say("poll woke for nothing"), 1;
+    } else if (how == "epoll") {
+      epoll_event got{};
+      if (epoll_wait(ep, &got, 1, 8000) != 1 || got.data.u64 != 7) return say("epoll_wait woke for nothing"), 1;
+    }
+    char buf[64] = {};
+    const ssize_t n = recv(fd, buf, sizeof buf - 1, how == "recv" ? 0 : MSG_DONTWAIT);
+    say(n >= 0 ? std::string("got ") + buf : std::string("recv: ") + strerror(errno));
+  }
+  // Nothing more: no datagram was received twice.
+  char buf[64];
+  say("then " + std::to_string(recv(fd, buf, sizeof buf, MSG_DONTWAIT)));
+  close(ep);
+  close(fd);
+  return 0;
+}
+
 int stat_sockets(int port) {
   int off = bound("0.0.0.0", port);
   int loop = bound("127.0.0.1", port + 1);
@@ -446,6 +476,7 @@ int main(int argc, char** argv) {
   if (mode == "echo6") return echo6(a, b);
   if (mode == "connect-late" && argc > 4) return connect_late(a, argv[3], atoi(argv[4]));
   if (mode == "shared" && argc > 4) return shared_port(a, argv[3], atoi(argv[4]));
+  if (mode == "any-path" && argc > 4) return any_path(a, b, argv[4]);
   if (mode == "stat") return stat_sockets(a);
   if (mode == "mmsg") return mmsg(a, argc > 3 && std::string(argv[3]) == "waitforone");
   if (mode == "connected" && argc > 4) return connected(a, argv[3], atoi(argv[4]));
