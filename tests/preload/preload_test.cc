@@ -130,6 +130,15 @@ class Preload : public ::testing::Test {
     return out;
   }
 
+  // The program in our namespace: on kernel sockets for pmd "kernel" (the reference run), else
+  // under the preload library.
+  pid_t start_app(const std::string& pmd, const std::vector<std::string>& argv, const fs::path& out,
+                  const fs::path& err) const {
+    std::vector<std::string> cmd = {"ip", "netns", "exec", net_.ours->name()};
+    cmd.insert(cmd.end(), argv.begin(), argv.end());
+    return test::start_process(pmd == "kernel" ? cmd : under_preload(pmd, argv), out, err);
+  }
+
   void epoll_set_mixes_offloaded_and_kernel_sockets(const std::string& pmd);
   void poll_and_select_wake_for_an_offloaded_socket(const std::string& pmd);
   void recvmmsg_honours_flags_and_timeout(const std::string& pmd);
@@ -288,9 +297,7 @@ TEST_F(Preload, RecvmmsgHonoursFlagsAndTimeoutWithoutAnLcore) { recvmmsg_honours
 void Preload::recvmmsg_waitforone_as_the_kernel(const std::string& pmd) {
   const fs::path out = scratch_ / "out", err = scratch_ / "err";
   const std::vector<std::string> argv = {app().string(), "mmsg", "7109", "waitforone"};
-  std::vector<std::string> cmd = {"ip", "netns", "exec", net_.ours->name()};
-  cmd.insert(cmd.end(), argv.begin(), argv.end());
-  pid_t pid = test::start_process(pmd == "kernel" ? cmd : under_preload(pmd, argv), out, err);
+  pid_t pid = start_app(pmd, argv, out, err);
   ASSERT_GT(pid, 0);
   if (wait_for(out, "ready"))
     for (const char* d : {"a", "b", "c"}) peer_send(*net_.peer, 7109, d);
@@ -311,9 +318,7 @@ TEST_F(Preload, RecvmmsgWaitforoneAsTheKernel) { recvmmsg_waitforone_as_the_kern
 void Preload::connected_socket_receives_only_its_peer(const std::string& pmd) {
   const fs::path out = scratch_ / "out", err = scratch_ / "err";
   const std::vector<std::string> argv = {app().string(), "connected", "7108", kPeerIp, "7208"};
-  std::vector<std::string> cmd = {"ip", "netns", "exec", net_.ours->name()};
-  cmd.insert(cmd.end(), argv.begin(), argv.end());
-  pid_t pid = test::start_process(pmd == "kernel" ? cmd : under_preload(pmd, argv), out, err);
+  pid_t pid = start_app(pmd, argv, out, err);
   ASSERT_GT(pid, 0);
   const bool ready = wait_for(out, "ready");
   if (ready) {
@@ -342,8 +347,7 @@ TEST_F(Preload, ConnectedSocketReceivesOnlyItsPeer) { connected_socket_receives_
 void Preload::listener_and_connected_socket_share_a_port(const std::string& pmd) {
   const fs::path out = scratch_ / "out", err = scratch_ / "err";
   const std::vector<std::string> argv = {app().string(), "shared", "7124", kPeerIp, "7208"};
-  pid_t pid = pmd == "kernel" ? test::start_process({"ip", "netns", "exec", net_.ours->name(), argv[0], argv[1], argv[2], argv[3], argv[4]}, out, err)
-                              : test::start_process(under_preload(pmd, argv), out, err);
+  pid_t pid = start_app(pmd, argv, out, err);
   ASSERT_GT(pid, 0);
   if (wait_for(out, "ready")) {
     peer_send_from(*net_.peer, 7209, 7124, "stranger");
@@ -366,8 +370,7 @@ void Preload::listener_and_connected_socket_share_a_port(const std::string& pmd)
 void Preload::datagram_queued_before_connect_is_still_read(const std::string& pmd) {
   const fs::path out = scratch_ / "out", err = scratch_ / "err";
   const std::vector<std::string> argv = {app().string(), "connect-late", "7125", kPeerIp, "7208"};
-  pid_t pid = pmd == "kernel" ? test::start_process({"ip", "netns", "exec", net_.ours->name(), argv[0], argv[1], argv[2], argv[3], argv[4]}, out, err)
-                              : test::start_process(under_preload(pmd, argv), out, err);
+  pid_t pid = start_app(pmd, argv, out, err);
   ASSERT_GT(pid, 0);
   if (wait_for(out, "bound")) peer_send_from(*net_.peer, 7209, 7125, "early stranger");
   if (wait_for(out, "connected")) {
@@ -393,8 +396,7 @@ TEST_F(Preload, ListenerAndConnectedSocketShareAPort) { listener_and_connected_s
 void Preload::local_senders_reach_an_offloaded_socket(const std::string& pmd, const std::string& how) {
   const fs::path out = scratch_ / "out", err = scratch_ / "err";
   const std::vector<std::string> argv = {app().string(), "any-path", "7127", "4", how};
-  pid_t pid = pmd == "kernel" ? test::start_process({"ip", "netns", "exec", net_.ours->name(), argv[0], argv[1], argv[2], argv[3], argv[4]}, out, err)
-                              : test::start_process(under_preload(pmd, argv), out, err);
+  pid_t pid = start_app(pmd, argv, out, err);
   ASSERT_GT(pid, 0);
   auto local_send = [this](const char* ip, const std::string& text) {
     EXPECT_TRUE(net_.ours->run([&] {

@@ -44,8 +44,11 @@
 
 namespace {
 
-int bound(const char* ip, int port) {
+// reuse: SO_REUSEADDR first, so that another socket can share the port.
+int bound(const char* ip, int port, bool reuse = false) {
   int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  const int one = 1;
+  if (reuse) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
@@ -317,8 +320,13 @@ int mmsg(int port, bool waitforone_only) {
   return 0;
 }
 
-int connected(int port, const char* ip, int peer_port) {
+// late: "bound" first, the connect 500 ms later, then "connected" (else "ready" after it).
+int connected(int port, const char* ip, int peer_port, bool late) {
   int fd = bound("0.0.0.0", port);
+  if (late) {
+    say("bound");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
   sockaddr_in peer{};
   peer.sin_family = AF_INET;
   peer.sin_port = htons(static_cast<uint16_t>(peer_port));
@@ -329,31 +337,7 @@ int connected(int port, const char* ip, int peer_port) {
   }
   timeval tv{2, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  say("ready");
-  for (int i = 0; i < 2; ++i) {
-    char buf[64] = {};
-    const ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
-    say(n >= 0 ? std::string("got ") + buf : std::string("recv: ") + strerror(errno));
-  }
-  close(fd);
-  return 0;
-}
-
-int connect_late(int port, const char* ip, int peer_port) {
-  int fd = bound("0.0.0.0", port);
-  say("bound");
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  sockaddr_in peer{};
-  peer.sin_family = AF_INET;
-  peer.sin_port = htons(static_cast<uint16_t>(peer_port));
-  inet_pton(AF_INET, ip, &peer.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&peer), sizeof peer) != 0) {
-    say(std::string("connect failed: ") + strerror(errno));
-    return 2;
-  }
-  say("connected");
-  timeval tv{2, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  say(late ? "connected" : "ready");
   for (int i = 0; i < 2; ++i) {
     char buf[64] = {};
     const ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
@@ -364,19 +348,7 @@ int connect_late(int port, const char* ip, int peer_port) {
 }
 
 int shared_port(int port, const char* ip, int peer_port) {
-  int fds[2];
-  for (int& fd : fds) {
-    fd = socket(AF_INET, SOCK_DGRAM, 0);
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      say(std::string("bind failed: ") + strerror(errno));
-      return 2;
-    }
-  }
+  int fds[2] = {bound("0.0.0.0", port, true), bound("0.0.0.0", port, true)};
   sockaddr_in peer{};
   peer.sin_family = AF_INET;
   peer.sin_port = htons(static_cast<uint16_t>(peer_port));
@@ -474,12 +446,12 @@ int main(int argc, char** argv) {
   if (mode == "fork-epoll") return fork_epoll(a);
   if (mode == "poll") return poll_select(a);
   if (mode == "echo6") return echo6(a, b);
-  if (mode == "connect-late" && argc > 4) return connect_late(a, argv[3], atoi(argv[4]));
+  if (mode == "connect-late" && argc > 4) return connected(a, argv[3], atoi(argv[4]), true);
   if (mode == "shared" && argc > 4) return shared_port(a, argv[3], atoi(argv[4]));
   if (mode == "any-path" && argc > 4) return any_path(a, b, argv[4]);
   if (mode == "stat") return stat_sockets(a);
   if (mode == "mmsg") return mmsg(a, argc > 3 && std::string(argv[3]) == "waitforone");
-  if (mode == "connected" && argc > 4) return connected(a, argv[3], atoi(argv[4]));
+  if (mode == "connected" && argc > 4) return connected(a, argv[3], atoi(argv[4]), false);
   fprintf(stderr, "usage: preload_udp_app selftest|epoll|close-blocked|fork|poll|echo6|connected|stat|mmsg PORT ...\n");
   return 2;
 }
