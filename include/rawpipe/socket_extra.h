@@ -56,8 +56,10 @@ struct rawpipe_socket_api {
   /* VMA's dump_fd_stats: one line about fd on stderr (offloaded, endpoint, rx/tx counters, and the
    * endpoint's own line from the pipeline) when level <= RAWPIPE_LOG_LEVEL (default INFO). */
   int (*dump_fd_stats)(int fd, int level);
-  /* XLIO's thread_offload at socket level: on = 0 leaves fd's traffic to the kernel socket (ports
-   * that can steer it back: af_xdp, mlx5), 1 takes it again. 0 or -1. */
+  /* XLIO's thread_offload at socket level: on = 0 leaves fd's traffic to the kernel socket (af_xdp
+   * and mlx5 steer it back there; on af_packet the kernel has its own copy), and the receive calls
+   * read it from there when the library reads kernel sides (with RAWPIPE_INTERFACE, see
+   * docs/preload.md); 1 takes it again. 0 or -1. */
   int (*offload)(int fd, int on);
 
   /* ---- appended after the first release of this table: test `size` (RAWPIPE_SOCKET_API_HAS) ---- */

@@ -1,7 +1,9 @@
 /* The Extra API through a socket fd, written the way VMA programs are (the VMA seed's
  * vma_get_api: getsockopt on fd -1), run under librawpipe-preload.so: a receive callback HOLDs
  * every other packet, recvfrom_zcopy takes the rest, free_packets returns both, dump_fd_stats
- * prints the socket's line. Prints "held H received R" and exits 0 when H + R == COUNT.
+ * prints the socket's line. Prints "held H received R" and exits 0 when H + R == COUNT. Then
+ * offload(fd, 0) hands the socket to the kernel: "offload off", and the next datagram is read
+ * from the kernel side ("off got ..."); offload(fd, 1) takes it back: "offload on", "on got ...".
  *
  *   preload_extra_fd PORT COUNT
  */
@@ -74,6 +76,20 @@ int main(int argc, char **argv) {
   const int refused = api->recvfrom_zcopy(other, pkts, 1, MSG_DONTWAIT) == -1 && errno == EBADF;
   printf("held %u received %u kernel-fd-refused %d\n", h, received, refused);
   close(other);
+  int toggled = 1;
+  for (int on = 0; on < 2; ++on) {
+    if (api->offload(fd, on) != 0) {
+      printf("offload(fd, %d): %s\n", on, strerror(errno));
+      toggled = 0;
+      break;
+    }
+    printf("offload %s\n", on ? "on" : "off");
+    fflush(stdout);
+    char buf[64] = {0};
+    const ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+    printf("%s got %s\n", on ? "on" : "off", n > 0 ? buf : strerror(errno));
+    fflush(stdout);
+  }
   close(fd);
-  return h + received == count && h > 0 && received > 0 && refused ? 0 : 1;
+  return h + received == count && h > 0 && received > 0 && refused && toggled ? 0 : 1;
 }

@@ -676,6 +676,9 @@ TEST_F(Preload, ExtraApiThroughASocketHoldsAndZeroCopyReceives) {
     for (int i = 0; i < 200; ++i) {
       peer_send(*net_.peer, 7112, "zero copy " + std::to_string(i));
     }
+    // offload(fd, 0): the kernel serves it; offload(fd, 1): the ring again.
+    if (wait_for(out, "offload off")) peer_send(*net_.peer, 7112, "the kernel's");
+    if (wait_for(out, "offload on")) peer_send(*net_.peer, 7112, "the ring's");
   }
   const int status = test::wait_process(pid, {.timeout = 30s});
   const std::string o = test::slurp(out), e = test::slurp(err);
@@ -683,6 +686,9 @@ TEST_F(Preload, ExtraApiThroughASocketHoldsAndZeroCopyReceives) {
   EXPECT_EQ(status, 0) << o << e;
   EXPECT_TRUE(std::regex_search(o, std::regex(R"(held 100 received 100 kernel-fd-refused 1)"))) << o << e;
   EXPECT_NE(e.find("offloaded on endpoint"), std::string::npos) << e;
+  EXPECT_NE(o.find("offload off\noff got the kernel's\noffload on\non got the ring's\n"), std::string::npos) << o << e;
+  // The one read while offload was off came from the kernel side, the other through the ring.
+  EXPECT_TRUE(std::regex_search(e, std::regex(R"(udp \*:7112 offloaded: rx \d+ packets \(1 more from the kernel\))"))) << e;
 }
 
 // SocketXtreme the VMA way: the ring descriptor after bind, socketxtreme_poll until empty, then
