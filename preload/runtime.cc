@@ -516,17 +516,20 @@ void offer_bind(int fd, FdEntry& e) {
     t_inside = false;
     s->consumer.store(false, std::memory_order_release);
   }
+  // The kernel socket keeps the port. What reaches it that the pipeline never sees is read too,
+  // once copies of the ring's datagrams are kept out of it; where that cannot be done it holds
+  // nothing to read, and its buffer only needs to be small. The filter goes in before the rule,
+  // so that no datagram reaches both the ring and the kernel side.
+  const bool filtered = rt.read_kernel && rt.duplicate_ifindex != 0 && drop_copies_from(fd, rt.duplicate_ifindex);
+  const bool read_kernel = rt.read_kernel && (rt.duplicate_ifindex == 0 || filtered);
   std::string error;
   if (!add_rule_locked(rt, *s, local, &error)) {
+    if (filtered) keep_copies(fd);  // a kernel socket again: it must get everything
     note(std::string("fd ") + std::to_string(fd) + std::string(" udp ") + addr_text(local) + " stays on the kernel: " + error);
     return stays(KernelWhy::kRuleRefused);
   }
-  // The kernel socket keeps the port. What reaches it that the pipeline never sees is read too,
-  // once copies of the ring's datagrams are kept out of it; where that cannot be done it holds
-  // nothing to read, and its buffer only needs to be small.
-  s->read_kernel.store(rt.read_kernel && (rt.duplicate_ifindex == 0 || drop_copies_from(fd, rt.duplicate_ifindex)),
-                       std::memory_order_relaxed);
-  if (!s->read_kernel.load(std::memory_order_relaxed)) {
+  s->read_kernel.store(read_kernel, std::memory_order_relaxed);
+  if (!read_kernel) {
     const int small = 4096;
     libc().setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
   }
