@@ -167,7 +167,9 @@ ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msgh
   const std::int64_t start = nonblock ? 0 : monotonic_ns();
   const std::int64_t spin_until = start + spin_ns();
   // The kernel side is looked at when the ring is found empty, once per call and after each
-  // sleep (which it also ends), not on every turn of the spin: it costs a system call.
+  // sleep (which it also ends), not on every turn of the spin: it costs a system call. A ring
+  // that never empties gets it looked at every kKernelLookRatio datagrams, ahead of the ring
+  // (but never between a MSG_PEEK of the ring and the read that must return the same datagram).
   const int kernel_fd = s.read_kernel.load(std::memory_order_relaxed) ? fd_of(e) : -1;
   bool look_at_kernel = kernel_fd >= 0;
   for (;;) {
@@ -175,14 +177,25 @@ ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msgh
       errno = EBADF;
       return -1;
     }
+    if (kernel_fd >= 0 && !s.has_stash && s.since_kernel_look >= kKernelLookRatio) {
+      s.since_kernel_look = 0;
+      const ssize_t n = kernel_recv(kernel_fd, iov, iovcnt, flags, msg);
+      if (n >= 0) {
+        if (!(flags & MSG_PEEK)) s.rx_kernel.fetch_add(1, std::memory_order_relaxed);
+        consumer_leave(s);
+        return n;
+      }
+    }
     rawpipe_packet pkt;
     if (take(*rt, s, &pkt, flags & MSG_PEEK)) {
+      if (!(flags & MSG_PEEK)) ++s.since_kernel_look;
       const ssize_t n = copy_out(*rt, s, pkt, iov, iovcnt, flags, msg);
       consumer_leave(s);
       return n;
     }
     if (look_at_kernel) {
       look_at_kernel = false;
+      s.since_kernel_look = 0;
       const ssize_t n = kernel_recv(kernel_fd, iov, iovcnt, flags, msg);
       if (n >= 0 || errno != EAGAIN) {
         if (n >= 0 && !(flags & MSG_PEEK)) s.rx_kernel.fetch_add(1, std::memory_order_relaxed);

@@ -504,6 +504,7 @@ void offer_bind(int fd, FdEntry& e) {
   s->n_rules = 0;
   for (EpollLink& l : s->epolls) l = EpollLink{};
   s->rx_packets = s->rx_bytes = s->rx_truncated = s->rx_not_peer = s->tx_packets = s->tx_kernel = s->rx_kernel = 0;
+  s->since_kernel_look = 0;
   s->ring_full_at_bind = endpoint_figures(rt, s->endpoint).ring_full;
   // Nothing can be addressed to the new socket yet: whatever the ring holds is the previous
   // owner's (see drop_fd).

@@ -25,6 +25,9 @@ namespace rawpipe::preload {
 inline constexpr unsigned kMaxSlots = 256;
 inline constexpr unsigned kMaxRules = 8;    // bind + joined groups per socket
 inline constexpr unsigned kMaxEpolls = 16;
+// A receive looks at the kernel side at least once per this many datagrams from the ring (VMA's
+// VMA_RX_UDP_POLL_OS_RATIO default).
+inline constexpr unsigned kKernelLookRatio = 100;
 // Datagrams one offloaded socket holds before it drops (its SO_RCVBUF, in effect).
 inline constexpr unsigned kSocketRingSize = 1024;  // epoll sets one offloaded socket can be in (ENOSPC beyond)
 
@@ -80,6 +83,9 @@ struct Slot {
   // A packet taken from the ring but not consumed (MSG_PEEK, FIONREAD, poll's check).
   bool has_stash = false;
   rawpipe_packet stash{};
+  // Datagrams read from the ring since the kernel side was last looked at: a ring that never
+  // empties must not starve it (consumer only).
+  unsigned since_kernel_look = 0;
 
   // Control state (under the runtime's lock).
   long rules[kMaxRules] = {};

@@ -438,6 +438,47 @@ TEST_F(Preload, LocalSendersReachAnOffloadedSocketWithoutAnLcore) {
   local_senders_reach_an_offloaded_socket("af_xdp-no-lcore", "poll");
 }
 
+// A ring that never empties does not starve the kernel side: with 500 datagrams from the peer
+// waiting in the ring, a local one sent at the same time is read within the first 101, not last.
+TEST_F(Preload, LocalSenderIsReadWhileTheRingHasABacklog) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  pid_t pid = start_app("af_packet", {app().string(), "backlog", "7128"}, out, err);
+  ASSERT_GT(pid, 0);
+  if (wait_for(out, "ready")) {
+    EXPECT_TRUE(net_.peer->run([&] {
+      int fd = socket(AF_INET, SOCK_DGRAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(7128);
+      inet_pton(AF_INET, kOurIp, &a.sin_addr);
+      for (int i = 0; i < 500; ++i) {
+        sendto(fd, "peer", 4, 0, reinterpret_cast<sockaddr*>(&a), sizeof a);
+        if (i % 50 == 49) std::this_thread::sleep_for(1ms);  // within the port's ring
+      }
+      close(fd);
+    }));
+    EXPECT_TRUE(net_.ours->run([&] {
+      int fd = socket(AF_INET, SOCK_DGRAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(7128);
+      inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+      sendto(fd, "local", 5, 0, reinterpret_cast<sockaddr*>(&a), sizeof a);
+      close(fd);
+    }));
+    wait_for(out, "never printed", 1500ms);  // the program reads once its second is up
+    peer_send(*net_.peer, 7128, "last");
+  }
+  const int status = test::wait_process(pid, {.timeout = 20s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  EXPECT_EQ(status, 0) << o << e;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(o, m, std::regex(R"(local at (-?\d+) of (\d+))"))) << o << e;
+  EXPECT_EQ(m[2], "502") << o << e;  // nothing lost, nothing twice
+  EXPECT_GE(std::stoi(m[1]), 1) << o;
+  EXPECT_LE(std::stoi(m[1]), 101) << o;
+}
+
 // rawpipe stat on a preloaded process: a row per UDP socket, offloaded with what it read and
 // lost, or the kernel's with why. A reader that stops while 3000 datagrams arrive loses what its
 // ring cannot hold, and every datagram is either read, counted against the socket, or counted

@@ -18,6 +18,8 @@
 //                            IP:PEER; after 4 datagrams, what each received
 //   any-path PORT N MODE     bind *:PORT; receive N datagrams, sleeping in recv, poll or epoll_wait
 //                            (MODE) before each; print each
+//   backlog PORT             bind *:PORT, print "ready", sleep 1 s, then read until "last": print
+//                            after how many datagrams "local" came and how many there were
 //   stat PORT                *:PORT (offloaded), 127.0.0.1:PORT+1 and *:PORT+2 (kernel), one
 //                            socket never bound; reads *:PORT: "pause" stops reading for 2 s,
 //                            "sync" prints how many datagrams it read, "stop" ends
@@ -405,6 +407,23 @@ int any_path(int port, int count, const std::string& how) {
   return 0;
 }
 
+int backlog(int port) {
+  int fd = bound("0.0.0.0", port);
+  say("ready");
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  int local_at = -1, count = 0;
+  for (;;) {
+    char buf[64] = {};
+    if (recv(fd, buf, sizeof buf - 1, 0) < 0) return say(std::string("recv: ") + strerror(errno)), 1;
+    ++count;
+    if (strcmp(buf, "local") == 0) local_at = count;
+    if (strcmp(buf, "last") == 0) break;
+  }
+  say("local at " + std::to_string(local_at) + " of " + std::to_string(count));
+  close(fd);
+  return 0;
+}
+
 int stat_sockets(int port) {
   int off = bound("0.0.0.0", port);
   int loop = bound("127.0.0.1", port + 1);
@@ -449,6 +468,7 @@ int main(int argc, char** argv) {
   if (mode == "connect-late" && argc > 4) return connected(a, argv[3], atoi(argv[4]), true);
   if (mode == "shared" && argc > 4) return shared_port(a, argv[3], atoi(argv[4]));
   if (mode == "any-path" && argc > 4) return any_path(a, b, argv[4]);
+  if (mode == "backlog") return backlog(a);
   if (mode == "stat") return stat_sockets(a);
   if (mode == "mmsg") return mmsg(a, argc > 3 && std::string(argv[3]) == "waitforone");
   if (mode == "connected" && argc > 4) return connected(a, argv[3], atoi(argv[4]), false);
