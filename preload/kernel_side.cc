@@ -8,17 +8,20 @@
 
 namespace rawpipe::preload {
 
-bool drop_copies_from(int fd, int ifindex) {
+bool drop_copies_from(int fd, const CopyInterfaces& from) {
+  if (from.n == 0) return true;
   // Classic BPF on the socket: the ancillary load SKF_AD_IFINDEX is the skb's device, the
   // interface the datagram arrived on (lo for one sent on this host). Return 0 drops it, before
   // it takes room in the receive buffer.
-  sock_filter code[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, static_cast<__u32>(SKF_AD_OFF + SKF_AD_IFINDEX)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<__u32>(ifindex), 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, 0),
-      BPF_STMT(BPF_RET | BPF_K, 0xffffffffu),
-  };
-  const sock_fprog prog{static_cast<unsigned short>(sizeof code / sizeof code[0]), code};
+  sock_filter code[CopyInterfaces::kMax + 3];
+  const int n = from.n;
+  code[0] = BPF_STMT(BPF_LD | BPF_W | BPF_ABS, static_cast<__u32>(SKF_AD_OFF + SKF_AD_IFINDEX));
+  for (int i = 0; i < n; ++i)  // equal: to the drop at n + 2
+    code[1 + i] = BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<__u32>(from.ifindex[i]),
+                           static_cast<__u8>(n - i), 0);
+  code[n + 1] = BPF_STMT(BPF_RET | BPF_K, 0xffffffffu);
+  code[n + 2] = BPF_STMT(BPF_RET | BPF_K, 0);
+  const sock_fprog prog{static_cast<unsigned short>(n + 3), code};
   return libc().setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) == 0;
 }
 

@@ -13,9 +13,17 @@
 
 namespace rawpipe::preload {
 
-// Attaches the filter that drops datagrams that arrived on interface `ifindex`; false with
-// errno when the kernel refuses it.
-bool drop_copies_from(int fd, int ifindex);
+// The interfaces whose datagrams reach the pipeline as copies of the kernel's (the ports on
+// af_packet and auto); datagrams arriving there must not be read from the kernel side too.
+struct CopyInterfaces {
+  static constexpr int kMax = 8;
+  int n = 0;
+  int ifindex[kMax] = {};
+};
+
+// Attaches the filter that drops datagrams that arrived on those interfaces (true at once when
+// there are none); false with errno when the kernel refuses it.
+bool drop_copies_from(int fd, const CopyInterfaces& from);
 // Takes the filter away again: the kernel socket then gets everything (offload turned off).
 void keep_copies(int fd);
 

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <toml++/toml.h>
+
 #include "preload/kernel_side.hh"
 #include "preload/libc.hh"
 #include "preload/rules.hh"
@@ -35,7 +37,10 @@ struct Control {
   std::vector<OffloadRule> rules;
   bool rules_loaded = false;
   std::string interface;                 // RAWPIPE_INTERFACE (empty with a config file)
-  std::string pmd;                       // its driver
+  // Which ports' datagrams the kernel also receives (preload/kernel_side.hh); known: every port's
+  // driver says whether it does.
+  bool kernel_side_known = false;
+  CopyInterfaces copies;
   std::vector<rawpipe_addr> if_addrs;    // its addresses: binds to others stay on the kernel
   bool forked_child = false;
 };
@@ -144,6 +149,33 @@ unsigned slot_count() {
   return static_cast<unsigned>(n);
 }
 
+// From a config's [[ports]]: the interfaces whose datagrams the kernel receives as well as the
+// pipeline (af_packet and auto ports; auto may pick af_packet). False when a port's driver is one
+// this cannot vouch for (pcap, dpdk, socket, the device drivers): then the kernel sides are not
+// read, rather than risk reading every datagram twice.
+bool copy_interfaces(const std::string& text, CopyInterfaces* out) {
+  *out = CopyInterfaces{};
+  toml::table doc;
+  try {
+    doc = toml::parse(text);
+  } catch (const toml::parse_error&) {
+    return false;  // create() reports the config's error
+  }
+  const toml::array* ports = doc["ports"].as_array();
+  if (!ports) return false;
+  for (const toml::node& node : *ports) {
+    const toml::table* port = node.as_table();
+    if (!port) return false;
+    const std::string pmd = (*port)["pmd"].value_or(std::string());
+    if (pmd == "af_xdp") continue;
+    if (pmd != "af_packet" && pmd != "auto") return false;
+    const unsigned ifindex = if_nametoindex((*port)["interface"].value_or(std::string()).c_str());
+    if (ifindex == 0 || out->n == CopyInterfaces::kMax) return false;
+    out->ifindex[out->n++] = static_cast<int>(ifindex);
+  }
+  return true;
+}
+
 // The config the pipeline is created from, with the socket endpoints appended.
 bool build_config(Control& c, std::string* text, std::string* why) {
   const char* config = std::getenv("RAWPIPE_CONFIG");
@@ -157,6 +189,7 @@ bool build_config(Control& c, std::string* text, std::string* why) {
     std::stringstream s;
     s << in.rdbuf();
     *text = s.str() + "\n";
+    c.kernel_side_known = copy_interfaces(*text, &c.copies);
   } else if (ifname && *ifname) {
     bool no_lcore = false;
     if (const char* lcore = std::getenv("RAWPIPE_LCORE"); lcore && *lcore) {
@@ -178,7 +211,8 @@ bool build_config(Control& c, std::string* text, std::string* why) {
     // af_xdp (and auto, which may pick it) steers only the sockets' traffic and leaves ARP/ND to
     // the kernel: there sends go out through each socket's kernel twin.
     const std::string pmd = std::getenv("RAWPIPE_PMD") ? std::getenv("RAWPIPE_PMD") : "auto";
-    c.pmd = pmd;
+    c.kernel_side_known = true;
+    if (pmd != "af_xdp") c.copies = {1, {static_cast<int>(if_nametoindex(ifname))}};
     std::string addrs;
     for (const rawpipe_addr& a : c.if_addrs) {
       char buf[INET6_ADDRSTRLEN];
@@ -299,10 +333,8 @@ bool start_locked(Control& c) {
     s.wake_fd = fd;
   }
   rt.n_slots = n;
-  if (!c.interface.empty()) {
-    rt.read_kernel = true;
-    rt.duplicate_ifindex = c.pmd == "af_xdp" ? 0 : static_cast<int>(if_nametoindex(c.interface.c_str()));
-  }
+  rt.read_kernel = c.kernel_side_known;
+  rt.copies = c.copies;
   if (api->caps & RAWPIPE_CAP_PROGRESS) {
     // Threadless lcores give their queues' descriptors (0: every lcore has a thread).
     const int q = api->progress_fds(p, rt.queue_fds, kMaxQueueFds);
@@ -521,8 +553,8 @@ void offer_bind(int fd, FdEntry& e) {
   // once copies of the ring's datagrams are kept out of it; where that cannot be done it holds
   // nothing to read, and its buffer only needs to be small. The filter goes in before the rule,
   // so that no datagram reaches both the ring and the kernel side.
-  const bool filtered = rt.read_kernel && rt.duplicate_ifindex != 0 && drop_copies_from(fd, rt.duplicate_ifindex);
-  const bool read_kernel = rt.read_kernel && (rt.duplicate_ifindex == 0 || filtered);
+  const bool filtered = rt.read_kernel && rt.copies.n && drop_copies_from(fd, rt.copies);
+  const bool read_kernel = rt.read_kernel && (rt.copies.n == 0 || filtered);
   std::string error;
   if (!add_rule_locked(rt, *s, local, &error)) {
     if (filtered) keep_copies(fd);  // a kernel socket again: it must get everything
@@ -692,7 +724,7 @@ void child_after_fork() {
     FdKind k = e->kind.load(std::memory_order_relaxed);
     if (k != FdKind::kOffloaded) continue;
     const Slot& slot = g_runtime.slots[e->slot.load(std::memory_order_relaxed)];
-    if (rt && rt->duplicate_ifindex && slot.read_kernel.load(std::memory_order_relaxed)) keep_copies(fd);
+    if (rt && rt->copies.n && slot.read_kernel.load(std::memory_order_relaxed)) keep_copies(fd);
     e->why.store(KernelWhy::kForkedChild, std::memory_order_relaxed);
     e->kind.store(FdKind::kUdp, std::memory_order_relaxed);
   }

@@ -19,6 +19,7 @@
 
 #include "rawpipe/extra.h"
 #include "preload/fd_table.hh"
+#include "preload/kernel_side.hh"
 
 namespace rawpipe::preload {
 
@@ -115,11 +116,12 @@ struct Runtime {
   // (progress) and, once its spin budget is spent, sleeps on the port's queues as well as on
   // its sockets. Fixed at start.
   bool drive = false;
-  // Offloaded sockets' kernel sides are read (with RAWPIPE_INTERFACE, where the port's interface
-  // is known). duplicate_ifindex: the interface whose datagrams the kernel side must drop, being
-  // copies of the ring's (af_packet, and auto, which may pick it); 0 on af_xdp. Fixed at start.
+  // Offloaded sockets' kernel sides are read where the library knows which datagrams reach the
+  // pipeline as copies of the kernel's (`copies`: the af_packet and auto ports' interfaces; none
+  // on af_xdp): the ports' interfaces and drivers are known, from RAWPIPE_INTERFACE or the config.
+  // Fixed at start.
   bool read_kernel = false;
-  int duplicate_ifindex = 0;
+  CopyInterfaces copies;
   int n_queue_fds = 0;                 // -1: a queue has no descriptor: sleep 1 ms at most
   int queue_fds[kMaxQueueFds] = {};
   Slot slots[kMaxSlots];

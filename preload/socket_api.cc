@@ -175,8 +175,8 @@ int sa_offload(int fd, int on) {
   const int r = rt->api->set_endpoint_offload(rt->pipeline, s->endpoint, on);
   // Off, the kernel serves the socket: its side must take every datagram again, copies of what
   // the port sees included (and the receive calls read it once the ring is empty).
-  if (r == 0 && s->read_kernel.load(std::memory_order_relaxed) && rt->duplicate_ifindex) {
-    if (on) (void)drop_copies_from(fd, rt->duplicate_ifindex);
+  if (r == 0 && s->read_kernel.load(std::memory_order_relaxed) && rt->copies.n) {
+    if (on) (void)drop_copies_from(fd, rt->copies);
     else keep_copies(fd);
   }
   return r;

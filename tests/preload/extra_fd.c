@@ -89,6 +89,10 @@ int main(int argc, char **argv) {
     const ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
     printf("%s got %s\n", on ? "on" : "off", n > 0 ? buf : strerror(errno));
     fflush(stdout);
+    /* On af_packet the pipeline gets its own copy of that datagram. Switched on again before
+     * the lcore has taken that copy from the port (and dropped it, the socket being off), the
+     * copy would reach the ring too: a datagram in flight at a switch can be read twice. */
+    if (!on) usleep(200 * 1000);
   }
   close(fd);
   return h + received == count && h > 0 && received > 0 && refused && toggled ? 0 : 1;

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <regex>
 #include <string>
@@ -119,6 +120,19 @@ class Preload : public ::testing::Test {
   // `ip netns exec OURS env RAWPIPE_PMD=pmd rawpipe exec -i IF [--no-lcore] -- argv...`; a pmd
   // ending in "-no-lcore" runs without an lcore thread.
   std::vector<std::string> under_preload(std::string pmd, const std::vector<std::string>& argv) const {
+    if (pmd.ends_with("-config")) {
+      // The same port from a config file (rawpipe exec --config) instead of --interface.
+      pmd.resize(pmd.size() - std::strlen("-config"));
+      const fs::path config = scratch_ / "preload.toml";
+      std::ofstream(config) << ("[run]\nduration = 0\ndefault_action = \"drop\"\ndrop_privileges = false\n"
+                               "[[pools]]\nname = \"rx\"\ncount = 20480\n"
+                               "[[ports]]\nname = \"p0\"\npmd = \"" + pmd + "\"\ninterface = \"" + net_.veth->a().name +
+                               "\"\n[[lcores]]\nrx = [\"p0:0\"]\n");
+      std::vector<std::string> out = {"ip", "netns", "exec", net_.ours->name(), "env", "RAWPIPE_SPIN_US=20",
+                                      test::rawpipe_binary().string(), "exec", "--config", config.string(), "--"};
+      out.insert(out.end(), argv.begin(), argv.end());
+      return out;
+    }
     const bool no_lcore = pmd.ends_with("-no-lcore");
     if (no_lcore) pmd.resize(pmd.size() - std::strlen("-no-lcore"));
     std::vector<std::string> out = {"ip", "netns", "exec", net_.ours->name(), "env", "RAWPIPE_PMD=" + pmd,
@@ -434,6 +448,10 @@ TEST_F(Preload, LocalSendersReachAnOffloadedSocketInRecv) { local_senders_reach_
 TEST_F(Preload, LocalSendersReachAnOffloadedSocketInPoll) { local_senders_reach_an_offloaded_socket("af_packet", "poll"); }
 TEST_F(Preload, LocalSendersReachAnOffloadedSocketInEpoll) { local_senders_reach_an_offloaded_socket("af_packet", "epoll"); }
 TEST_F(Preload, LocalSendersReachAnOffloadedSocketOnAfXdp) { local_senders_reach_an_offloaded_socket("af_xdp", "epoll"); }
+// With a config file the library learns the port's interface and driver from its [[ports]].
+TEST_F(Preload, LocalSendersReachAnOffloadedSocketWithAConfig) {
+  local_senders_reach_an_offloaded_socket("af_packet-config", "epoll");
+}
 TEST_F(Preload, LocalSendersReachAnOffloadedSocketWithoutAnLcore) {
   local_senders_reach_an_offloaded_socket("af_xdp-no-lcore", "poll");
 }
