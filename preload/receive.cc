@@ -127,6 +127,13 @@ unsigned take_burst(Runtime& rt, Slot& s, rawpipe_packet* pkts, unsigned max) {
   }
 }
 
+void count_taken(Slot& s, const rawpipe_packet* pkts, unsigned n) {
+  std::uint64_t bytes = 0;
+  for (unsigned i = 0; i < n; ++i) bytes += pkts[i].payload.iov_len;
+  s.rx_packets.fetch_add(n, std::memory_order_relaxed);
+  s.rx_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+
 std::int64_t monotonic_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -25,6 +25,9 @@ ssize_t offloaded_recv(FdEntry& e, const iovec* iov, int iovcnt, int flags, msgh
 // The caller is the slot's consumer. Returns how many pkts holds.
 unsigned take_burst(Runtime& rt, Slot& s, rawpipe_packet* pkts, unsigned max);
 
+// Counts datagrams handed to the application without a copy (rx_packets, rx_bytes).
+void count_taken(Slot& s, const rawpipe_packet* pkts, unsigned n);
+
 // CLOCK_MONOTONIC in nanoseconds.
 std::int64_t monotonic_ns();
 

@@ -14,6 +14,7 @@
 #include "preload/libc.hh"
 #include "preload/receive.hh"
 #include "preload/runtime.hh"
+#include "preload/socket_stats.hh"
 #include "rawpipe/socket_extra.h"
 
 namespace rawpipe::preload {
@@ -63,7 +64,7 @@ int sa_recvfrom_zcopy(int fd, rawpipe_packet* pkts, unsigned max, int flags) {
     const int ready = n ? 1 : rt->api->arm_fd(rt->pipeline, s->endpoint);
     consumer_leave(*s);
     if (n) {
-      s->rx_packets.fetch_add(n, std::memory_order_relaxed);
+      count_taken(*s, pkts, n);
       return static_cast<int>(n);
     }
     if (ready == 1) continue;
@@ -87,13 +88,16 @@ int sa_dump_fd_stats(int fd, int level) {
   const char* env = getenv("RAWPIPE_LOG_LEVEL");
   if (level > (env ? atoi(env) : RAWPIPE_LOG_INFO)) return 0;
   Runtime* rt = running();
-  char line[256];
+  char line[320];
   const int n = snprintf(line, sizeof line,
-                         "rawpipe-preload: fd %d offloaded on endpoint %u: rx %llu packets %llu bytes (%llu truncated, "
-                         "%llu dropped: not from the connected peer), tx %llu (%llu through the kernel)\n",
+                         "rawpipe-preload: fd %d offloaded on endpoint %u: rx %llu packets %llu bytes (%llu truncated; "
+                         "%llu more from the kernel side; dropped: %llu ring full, %llu not from the connected peer), "
+                         "tx %llu (%llu through the kernel)\n",
                          fd, s->endpoint, static_cast<unsigned long long>(s->rx_packets.load()),
                          static_cast<unsigned long long>(s->rx_bytes.load()),
                          static_cast<unsigned long long>(s->rx_truncated.load()),
+                         static_cast<unsigned long long>(s->rx_kernel.load()),
+                         static_cast<unsigned long long>(ring_full_since_bind(*s, endpoint_figures(*rt, s->endpoint))),
                          static_cast<unsigned long long>(s->rx_not_peer.load()),
                          static_cast<unsigned long long>(s->tx_packets.load()),
                          static_cast<unsigned long long>(s->tx_kernel.load()));
@@ -152,7 +156,7 @@ int sa_socketxtreme_poll(int ring_fd, rawpipe_completion* out, unsigned n, int f
     const int armed = done ? 0 : rt->api->arm_fd(rt->pipeline, s->endpoint);
     consumer_leave(*s);
     if (done) {
-      s->rx_packets.fetch_add(done, std::memory_order_relaxed);
+      count_taken(*s, pkts, done);
       return static_cast<int>(done);
     }
     if (armed != 1) return 0;
