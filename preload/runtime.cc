@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include <toml++/toml.h>
 
+#include "preload/copy_interfaces.hh"
 #include "preload/kernel_side.hh"
 #include "preload/libc.hh"
 #include "preload/rules.hh"
@@ -147,33 +147,6 @@ unsigned slot_count() {
   if (n < 1) n = 1;
   if (n > static_cast<long>(kMaxSlots)) n = kMaxSlots;
   return static_cast<unsigned>(n);
-}
-
-// From a config's [[ports]]: the interfaces whose datagrams the kernel receives as well as the
-// pipeline (af_packet and auto ports; auto may pick af_packet). False when a port's driver is one
-// this cannot vouch for (pcap, dpdk, socket, the device drivers): then the kernel sides are not
-// read, rather than risk reading every datagram twice.
-bool copy_interfaces(const std::string& text, CopyInterfaces* out) {
-  *out = CopyInterfaces{};
-  toml::table doc;
-  try {
-    doc = toml::parse(text);
-  } catch (const toml::parse_error&) {
-    return false;  // create() reports the config's error
-  }
-  const toml::array* ports = doc["ports"].as_array();
-  if (!ports) return false;
-  for (const toml::node& node : *ports) {
-    const toml::table* port = node.as_table();
-    if (!port) return false;
-    const std::string pmd = (*port)["pmd"].value_or(std::string());
-    if (pmd == "af_xdp") continue;
-    if (pmd != "af_packet" && pmd != "auto") return false;
-    const unsigned ifindex = if_nametoindex((*port)["interface"].value_or(std::string()).c_str());
-    if (ifindex == 0 || out->n == CopyInterfaces::kMax) return false;
-    out->ifindex[out->n++] = static_cast<int>(ifindex);
-  }
-  return true;
 }
 
 // The config the pipeline is created from, with the socket endpoints appended.
