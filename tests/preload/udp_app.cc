@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -77,6 +78,14 @@ void say(const std::string& line) {
   fflush(stdout);
 }
 
+// Adds fd to the epoll set ep for input, with `data` as its epoll data.
+void watch(int ep, int fd, std::uint64_t data) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = data;
+  epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
 int selftest(int port) {
   int fd = bound("0.0.0.0", port);
   timeval tv{5, 0};
@@ -93,12 +102,8 @@ int epoll_mixed(int port1, int port2) {
   int off = bound("0.0.0.0", port1);
   int ker = bound("127.0.0.1", port2);
   int ep = epoll_create1(0);
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u64 = 111;
-  epoll_ctl(ep, EPOLL_CTL_ADD, off, &ev);
-  ev.data.u64 = 222;
-  epoll_ctl(ep, EPOLL_CTL_ADD, ker, &ev);
+  watch(ep, off, 111);
+  watch(ep, ker, 222);
   std::thread later([port2] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     send_to("127.0.0.1", port2, "kernel datagram");
@@ -172,15 +177,11 @@ int fork_child(int port) {
 int fork_epoll(int port) {
   int off = bound("0.0.0.0", port);
   int ep = epoll_create1(0);
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u64 = 111;
-  epoll_ctl(ep, EPOLL_CTL_ADD, off, &ev);
+  watch(ep, off, 111);
   pid_t pid = fork();
   if (pid == 0) {
     int k = bound("127.0.0.1", port + 1);
-    ev.data.u64 = 222;
-    epoll_ctl(ep, EPOLL_CTL_ADD, k, &ev);
+    watch(ep, k, 222);
     say("child ready");
     const auto start = std::chrono::steady_clock::now();
     bool sent = false;
@@ -382,10 +383,7 @@ int shared_port(int port, const char* ip, int peer_port) {
 int any_path(int port, int count, const std::string& how) {
   int fd = bound("0.0.0.0", port);
   int ep = epoll_create1(0);
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u64 = 7;
-  epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+  watch(ep, fd, 7);
   say("ready");
   for (int i = 0; i < count; ++i) {
     if (how == "poll") {
