@@ -18,7 +18,6 @@
 #include <string>
 #include <vector>
 
-
 #include "preload/copy_interfaces.hh"
 #include "preload/kernel_side.hh"
 #include "preload/libc.hh"
@@ -668,8 +667,6 @@ void leave_group(Slot& s, const rawpipe_addr& group) {
 }
 
 namespace {
-// The child of a fork has no lcores: its sockets become plain kernel sockets (each is a real,
-// bound kernel socket already) and it offloads nothing new.
 // The parent and the child share every socket. The child's copies are plain kernel sockets and
 // must get everything the kernel receives, so the child takes away the filter that kept copies
 // of the ring's datagrams out of them; from then on the parent's kernel sides hold those copies
@@ -684,6 +681,8 @@ void parent_after_fork() {
   note("fork: the child shares the offloaded sockets; datagrams sent to them from this host now reach the child only");
 }
 
+// The child of a fork has no lcores: its sockets become plain kernel sockets (each is a real,
+// bound kernel socket already) and it offloads nothing new.
 void child_after_fork() {
   Runtime* rt = g_running.load(std::memory_order_relaxed);
   g_inherited.store(rt, std::memory_order_relaxed);
