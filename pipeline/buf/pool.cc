@@ -23,6 +23,9 @@ std::array<bool, Pool::kMaxPools> g_ids_used{};
 // Per-thread cache pointers, indexed by pool id. Set by attach_thread on the owning thread only.
 thread_local std::array<PoolCache*, Pool::kMaxPools> t_caches{};
 
+// Frees refused because the buffer was already in its pool (mbuf_free_bulk); a statistic.
+std::atomic<std::uint64_t> g_frees_of_free{0};
+
 }  // namespace
 
 Result<std::unique_ptr<Pool>> Pool::create(const PoolConfig& config) {
@@ -234,6 +237,8 @@ void Pool::put_bulk(Mbuf* const* bufs, unsigned n) noexcept {
   c->len.store(len, std::memory_order_relaxed);
 }
 
+std::uint64_t frees_of_free_buffers() noexcept { return g_frees_of_free.load(std::memory_order_relaxed); }
+
 void mbuf_free_bulk(Mbuf* const* bufs, unsigned n) noexcept {
   Mbuf* batch[kMaxBurst];
   unsigned batched = 0;
@@ -248,6 +253,14 @@ void mbuf_free_bulk(Mbuf* const* bufs, unsigned n) noexcept {
     // and with the acq_rel CAS of a checked free that left kRefReleased.
     const std::uint16_t r = m->refcnt.load(std::memory_order_acquire);
     if (r != 1 && r != kRefReleased) {
+      // Zero: the buffer is in its pool already, so this is a second free by a caller that holds
+      // no reference. Decrementing would wrap the count to kRefReleased and the next free would
+      // put the slot in the pool twice, to be handed to two owners; it is refused and counted
+      // instead (frees_of_free_buffers, reported with the API's misuse counters).
+      if (r == 0) [[unlikely]] {
+        g_frees_of_free.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
       // R3: release so our reads of the packet happen before the last holder recycles it;
       // acquire (for the last holder) pairs with the other holders' R3.
       if (m->refcnt.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;

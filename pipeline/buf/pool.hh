@@ -129,4 +129,8 @@ class Pool {
   std::vector<std::unique_ptr<PoolCache>> caches_;
 };
 
+// Frees that mbuf_free_bulk refused since the process started because the buffer was already in
+// its pool (a second free by a caller that held no reference). Any thread.
+std::uint64_t frees_of_free_buffers() noexcept;
+
 }  // namespace rawpipe

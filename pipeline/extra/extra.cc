@@ -702,7 +702,8 @@ int api_counters(rawpipe_api_counters* out) {
   }
   const std::uint64_t values[] = {g_misuse.bad_handle.load(), g_misuse.bad_argument.load(),
                                   g_misuse.free_null.load(), g_misuse.free_foreign.load(),
-                                  g_misuse.free_already_free.load(), g_misuse.free_payload_mapped.load(),
+                                  g_misuse.free_already_free.load() + frees_of_free_buffers(),
+                                  g_misuse.free_payload_mapped.load(),
                                   g_misuse.from_callback.load()};
   static_assert(sizeof(rawpipe_api_counters) == kFirst + sizeof values, "one value per field");
   const std::size_t fit = std::min<std::size_t>((out->size - kFirst) / sizeof(std::uint64_t), std::size(values));

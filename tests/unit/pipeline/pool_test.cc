@@ -1,5 +1,7 @@
 #include "pipeline/buf/pool.hh"
 
+#include "pipeline/buf/audit.hh"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -132,6 +134,29 @@ TEST(Pool, ReferenceCountKeepsBufferUntilLastHolderFrees) {
   EXPECT_EQ(pool->available(), 3u);
   mbuf_free(m);
   EXPECT_EQ(pool->available(), 4u);
+}
+
+// A second free of a buffer already in its pool must not put the slot in the free list twice,
+// where it would later be handed to two owners at once.
+TEST(Pool, FreeOfABufferAlreadyInItsPoolIsRefused) {
+  auto pool = make_pool(8, 0);
+  Mbuf* m = pool->alloc();
+  ASSERT_NE(m, nullptr);
+  mbuf_free(m);
+  const std::uint64_t before = frees_of_free_buffers();
+  mbuf_free(m);
+  mbuf_free(m);
+  EXPECT_EQ(pool->available(), 8u);
+  // With the ownership auditor the audit refuses (and reports) them before the count is read.
+  if (!kMbufAudit) {
+    EXPECT_EQ(frees_of_free_buffers(), before + 2);
+  }
+  Mbuf* all[9];
+  ASSERT_TRUE(pool->alloc_bulk(all, 8));
+  EXPECT_EQ(std::set<Mbuf*>(all, all + 8).size(), 8u);
+  EXPECT_EQ(pool->alloc(), nullptr);
+  mbuf_free_bulk(all, 8);
+  EXPECT_EQ(pool->available(), 8u);
 }
 
 TEST(Pool, BuffersFreedFromOtherThreadsAllComeBack) {
