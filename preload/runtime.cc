@@ -241,6 +241,13 @@ void shutdown_at_exit() {
   t_inside = true;
   rt->api->destroy(rt->pipeline);
   t_inside = false;
+  // A buffer freed while already free (refused, so the pool stays whole) means a packet was
+  // handed out twice somewhere: said once here, after the drain at destroy, where a user sees it.
+  rawpipe_api_counters c{};
+  c.size = sizeof c;
+  if (rt->api->api_counters && rt->api->api_counters(&c) == 0 && c.free_already_free)
+    note("frees refused because the buffer was already free: " + std::to_string(c.free_already_free) +
+         " (the application's zero-copy calls or the library freed a packet twice)");
 }
 
 // Starts the pipeline; on failure the process stays on the kernel (one line says why).

@@ -4,6 +4,7 @@
  * prints the socket's line. Prints "held H received R" and exits 0 when H + R == COUNT. Then
  * offload(fd, 0) hands the socket to the kernel: "offload off", and the next datagram is read
  * from the kernel side ("off got ..."); offload(fd, 1) takes it back: "offload on", "on got ...".
+ * One held packet is freed a second time: "second free refused 1".
  *
  *   preload_extra_fd PORT COUNT
  */
@@ -70,6 +71,9 @@ int main(int argc, char **argv) {
   api->register_recv_callback(fd, NULL, NULL);
   const unsigned h = __atomic_load_n(&n_held, __ATOMIC_ACQUIRE);
   if (api->free_packets(fd, held, h) != 0) printf("free_packets of held refused\n");
+  /* A packet freed twice: the second free is refused, and the exit summary counts it. */
+  const int second_refused = h > 0 && api->free_packets(fd, held, 1) == -1;
+  printf("second free refused %d\n", second_refused);
   api->dump_fd_stats(fd, RAWPIPE_LOG_INFO);
   /* A descriptor the kernel serves is refused, not crashed on. */
   int other = socket(AF_INET, SOCK_DGRAM, 0);
@@ -95,5 +99,5 @@ int main(int argc, char **argv) {
     if (!on) usleep(200 * 1000);
   }
   close(fd);
-  return h + received == count && h > 0 && received > 0 && refused && toggled ? 0 : 1;
+  return h + received == count && h > 0 && received > 0 && refused && second_refused && toggled ? 0 : 1;
 }

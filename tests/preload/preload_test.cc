@@ -744,6 +744,9 @@ TEST_F(Preload, ExtraApiThroughASocketHoldsAndZeroCopyReceives) {
   ASSERT_TRUE(ready) << o << e;
   EXPECT_EQ(status, 0) << o << e;
   EXPECT_TRUE(std::regex_search(o, std::regex(R"(held 100 received 100 kernel-fd-refused 1)"))) << o << e;
+  // The packet it freed twice: refused, and said at exit.
+  EXPECT_NE(o.find("second free refused 1"), std::string::npos) << o << e;
+  EXPECT_NE(e.find("rawpipe-preload: frees refused because the buffer was already free: 1 "), std::string::npos) << e;
   EXPECT_NE(e.find("offloaded on endpoint"), std::string::npos) << e;
   // 100 zero-copy receives of "zero copy N" (11 to 13 bytes each): counted with their bytes.
   EXPECT_TRUE(std::regex_search(e, std::regex(R"(offloaded on endpoint 0: rx 100 packets 1[1-3][0-9][0-9] bytes)"))) << e;
