@@ -241,7 +241,12 @@ int MbufBridge::enqueue(void* const* objs, unsigned n) noexcept {
   Mbuf* slots[kMaxBurst];
   while (n) {
     unsigned c = std::min(n, kMaxBurst);
-    for (unsigned i = 0; i < c; ++i) slots[i] = slot_of(static_cast<const rte_mbuf*>(objs[i]));
+    for (unsigned i = 0; i < c; ++i) {
+      auto* m = static_cast<rte_mbuf*>(objs[i]);
+      // Raw again before the slot is free: from then on any thread may hand the shadow out.
+      shadow_make_raw(m);
+      slots[i] = slot_of(m);
+    }
     // DPDK held one reference (the one rawpipe handed over on transmit, or the one of a receive
     // buffer it never delivered); dropping it returns the slot when it was the last.
     mbuf_free_bulk(slots, c);
@@ -262,11 +267,8 @@ int MbufBridge::dequeue(void** objs, unsigned n) noexcept {
       if (done) (void)enqueue(objs, done);
       return -ENOBUFS;
     }
-    for (unsigned i = 0; i < c; ++i) {
-      rte_mbuf* m = shadows_[slots[i]->index];
-      shadow_make_raw(m);
-      objs[done + i] = m;
-    }
+    // The shadows of free slots are raw already (see bridge.hh): handing them out touches none.
+    for (unsigned i = 0; i < c; ++i) objs[done + i] = shadows_[slots[i]->index];
     done += c;
   }
   return 0;

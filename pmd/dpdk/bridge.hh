@@ -14,7 +14,11 @@
 // The rule that makes the two views agree: a shadow is in use by DPDK only while DPDK owns its
 // slot (after dequeue until the slot is received, or after transmit until the driver frees it);
 // while rawpipe owns the slot the shadow is idle, and a slot with more than one holder is never
-// handed to DPDK (transmit copies it instead).
+// handed to DPDK (transmit copies it instead). An idle shadow is in DPDK's raw state (refcnt 1,
+// one segment, no next, as rte_mbuf_raw_alloc promises, plus the pinned-buffer flag and the default
+// headroom), so the mempool hands shadows out without touching them; each place where DPDK gives a
+// shadow back (receive, free, a refused transmit) makes it raw while its lines are still in that
+// core's cache. That keeps a received packet's DPDK-side cost to the lines the driver wrote.
 //
 // The mempool has no per-lcore cache (rawpipe's lcores are not EAL threads and DPDK would bypass
 // the cache for them anyway); allocation goes through the calling thread's rawpipe PoolCache.

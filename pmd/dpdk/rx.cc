@@ -82,6 +82,8 @@ std::uint16_t rx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noex
       s->data_off = kMbufHeaderSize + m->data_off;
       s->data_len = m->data_len;
       take_offload_facts(s, m);
+      // The shadow goes idle with its lines still in this core's cache (bridge.hh).
+      shadow_make_raw(m);
     } else {
       spent[nspent++] = m;
       s = q->pool->alloc();

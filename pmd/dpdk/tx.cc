@@ -34,8 +34,12 @@ RAWPIPE_ALWAYS_INLINE void settle(DpdkTxQueue* q, Mbuf** pkts, rte_mbuf** ms, co
     }
   }
   if (r) mbuf_free_bulk(release, r);
-  for (std::uint16_t i = sent; i < ready; ++i)
-    if (copied[i]) rte_pktmbuf_free(ms[i]);
+  for (std::uint16_t i = sent; i < ready; ++i) {
+    if (copied[i])
+      rte_pktmbuf_free(ms[i]);
+    else
+      shadow_make_raw(ms[i]);  // the slot stays with the caller: its shadow goes idle again
+  }
   if (sent < ready) counter_add(q->refused, ready - sent);
   counter_add(q->packets, sent);
   counter_add(q->bytes, bytes);
@@ -57,8 +61,7 @@ std::uint16_t tx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noex
     lens[ready] = len;
     // Relaxed: the caller owns this reference; a count of 1 means nobody else can take one now.
     if (RAWPIPE_LIKELY(s->pool == q->pool && s->refcnt.load(std::memory_order_relaxed) == 1)) {
-      rte_mbuf* m = q->shadows[s->index];
-      shadow_make_raw(m);
+      rte_mbuf* m = q->shadows[s->index];  // raw while idle (bridge.hh): only the packet's fields to set
       m->data_off = static_cast<std::uint16_t>(s->data_off - kMbufHeaderSize);
       m->data_len = static_cast<std::uint16_t>(len);
       m->pkt_len = len;

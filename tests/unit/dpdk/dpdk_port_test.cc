@@ -19,6 +19,13 @@
 #include "pipeline/port/driver.hh"
 #endif
 
+#ifdef RAWPIPE_HAVE_PMD_DPDK
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include "pmd/dpdk/bridge.hh"
+#endif
+
 namespace rawpipe {
 namespace {
 
@@ -340,6 +347,74 @@ TEST(DpdkPort, StopReturnsBuffersStillInTheDevice) {
   o.port->stop();
   EXPECT_EQ(pool->available(), kPoolCount);
 }
+
+#ifdef RAWPIPE_HAVE_PMD_DPDK
+// The bridge's mempool hands shadows out untouched, so every shadow of a free slot must be in the
+// state rte_mbuf_raw_alloc promises (refcnt 1, one segment, no next) plus the pinned-buffer flag
+// and the default headroom, whatever its slot went through: a transmit from a moved data_off, a
+// receive of that frame, a transmit the device refused, and rawpipe's own free of each.
+TEST(DpdkPort, ShadowsOfFreeSlotsAreRawWhateverTheirSlotsWentThrough) {
+  auto pool = make_pool();
+  auto o = open_port(R"(device = "net_ring0")", pool.get());
+  ASSERT_TRUE(o.port) << o.error;
+  ASSERT_TRUE(o.port->start());
+  constexpr std::uint32_t kShift = 6;  // a header pushed in front, as a VLAN insert would
+  // More than net_ring's ring holds, so the last bursts are refused and stay with us.
+  constexpr std::uint32_t kFrames = 1200;
+  std::vector<Mbuf*> refused;
+  std::uint32_t accepted = 0;
+  for (std::uint32_t seq = 0; seq < kFrames;) {
+    Mbuf* pkts[32];
+    std::uint16_t n = 0;
+    for (; n < 32 && seq < kFrames; ++n, ++seq) {
+      Mbuf* m = pool->alloc();
+      ASSERT_NE(m, nullptr);
+      m->data_off += kShift;
+      std::memset(m->data(), 0x5a, 64);
+      m->data_len = 64;
+      pkts[n] = m;
+    }
+    const std::uint16_t sent = o.port->tx_queue(0)(pkts, n);
+    accepted += sent;
+    refused.insert(refused.end(), pkts + sent, pkts + n);
+  }
+  ASSERT_FALSE(refused.empty()) << "net_ring took all " << kFrames << " frames: the refused path went untested";
+  ASSERT_GT(accepted, 0u);
+  mbuf_free_bulk(refused.data(), static_cast<unsigned>(refused.size()));
+  std::uint32_t received = 0;
+  for (int idle = 0; idle < 3;) {
+    Mbuf* pkts[32];
+    const std::uint16_t k = o.port->rx_queue(0)(pkts, 32);
+    if (k == 0) {
+      ++idle;
+      continue;
+    }
+    for (std::uint16_t i = 0; i < k; ++i) EXPECT_EQ(pkts[i]->data_off, kMbufHeaderSize + RTE_PKTMBUF_HEADROOM + kShift);
+    received += k;
+    mbuf_free_bulk(pkts, k);
+  }
+  ASSERT_EQ(received, accepted);
+  ASSERT_EQ(pool->available(), kPoolCount);
+
+  auto bridge = dpdk::MbufBridge::get(pool.get());
+  ASSERT_TRUE(bridge) << bridge.message();
+  std::vector<rte_mbuf*> all(kPoolCount);
+  ASSERT_EQ(rte_mempool_get_bulk(bridge.value()->mempool(), reinterpret_cast<void**>(all.data()), kPoolCount), 0);
+  unsigned not_raw = 0;
+  for (const rte_mbuf* m : all) {
+    const bool raw = rte_mbuf_refcnt_read(m) == 1 && m->next == nullptr && m->nb_segs == 1 &&
+                     m->ol_flags == RTE_MBUF_F_EXTERNAL && m->data_off == RTE_PKTMBUF_HEADROOM;
+    if (!raw && not_raw++ < 3)
+      ADD_FAILURE() << "shadow of slot " << dpdk::MbufBridge::slot_of(m)->index << ": refcnt " << rte_mbuf_refcnt_read(m)
+                    << ", next " << m->next << ", nb_segs " << m->nb_segs << ", ol_flags 0x" << std::hex << m->ol_flags
+                    << std::dec << ", data_off " << m->data_off;
+  }
+  EXPECT_EQ(not_raw, 0u) << "of " << kPoolCount << " shadows handed out";
+  rte_mempool_put_bulk(bridge.value()->mempool(), reinterpret_cast<void* const*>(all.data()), kPoolCount);
+  o.port->stop();
+  EXPECT_EQ(pool->available(), kPoolCount);
+}
+#endif
 
 TEST(DpdkPort, TwoQueuesSayHowTheySpreadFlows) {
   REQUIRE_DPDK();
