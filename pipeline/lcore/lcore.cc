@@ -71,13 +71,10 @@ RAWPIPE_ALWAYS_INLINE unsigned Lcore::poll_queue(const RxQueue& q, const Classif
     t1 = tsc_now();
     latency_->record(Stage::kRx, t1 - t0, n);
   }
-  std::uint64_t bytes = 0;
-  for (unsigned i = 0; i < n; ++i) bytes += pkts[i]->data_len;
   c.bursts.add(1);
   c.rx_packets.add(n);
-  c.rx_bytes.add(bytes);
   if (taps_) [[unlikely]] taps_->on_rx(pkts, n);
-  parse_burst(pkts, n);
+  c.rx_bytes.add(parse_burst(pkts, n));
   if constexpr (kTimed) lap(Stage::kParse);
   table->classify_burst(pkts, n);
   make_verdicts(pkts, verdicts, n);

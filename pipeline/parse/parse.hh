@@ -42,8 +42,9 @@
 
 namespace rawpipe {
 
-// Parses n packets in place (fields above). Prefetches the data of packets ahead in the burst.
-void parse_burst(Mbuf* const* pkts, unsigned n) noexcept;
+// Parses n packets in place (fields above) and returns the sum of their data_len. Prefetches the
+// data of packets ahead in the burst.
+std::uint64_t parse_burst(Mbuf* const* pkts, unsigned n) noexcept;
 
 // Single-packet form of parse_burst, inlined into callers that already loop over packets.
 RAWPIPE_ALWAYS_INLINE void parse_packet(Mbuf* m) noexcept;
