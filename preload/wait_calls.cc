@@ -290,6 +290,7 @@ int mixed_epoll_wait(int epfd, epoll_event* events, int max, int timeout_ms, con
     // is one event, as a socket is once in the kernel's.
     EpollLink* reported[64];
     int n_reported = 0;
+    bool parents_only = n > 0;
     for (int i = 0; i < n; ++i) {
       if (is_queue_marker(events[i].data.ptr)) continue;  // the pass at the top of the loop takes it
       Slot* s = nullptr;
@@ -297,9 +298,11 @@ int mixed_epoll_wait(int epfd, epoll_event* events, int max, int timeout_ms, con
       EpollLink* link = records ? link_of(*records, events[i].data.ptr, &s, &kernel_side) : nullptr;
       if (!link) {
         events[out++] = events[i];
+        parents_only = false;
         continue;
       }
       if (!rt) continue;
+      parents_only = false;
       if (std::find(reported, reported + n_reported, link) != reported + n_reported) continue;
       std::uint32_t ev = 0;
       const std::uint32_t gen = s->gen.load(std::memory_order_acquire);
@@ -313,6 +316,14 @@ int mixed_epoll_wait(int epfd, epoll_event* events, int max, int timeout_ms, con
     }
     if (out) return out;
     if (!spinning && (timeout_ms == 0 || (deadline >= 0 && monotonic_ns() >= deadline))) return 0;
+    // Only the parent's records were ready. They stay ready until the parent reads, and the
+    // child cannot take them out of a set it shares, so asking epoll again at once would spin:
+    // it sleeps a millisecond between looks instead (its own events wait at most that long),
+    // with the caller's signal mask, as epoll_pwait would have.
+    if (parents_only && !spinning) {
+      const timespec nap{0, 1000000};
+      if (l.ppoll(nullptr, 0, &nap, mask) < 0) return -1;
+    }
   }
 }
 
