@@ -120,6 +120,13 @@ void Dispatcher::dispatch_burst(Mbuf* const* pkts, const Verdict* verdicts, unsi
 
   if (n_alive == n && n != 0 && one_dest) [[likely]] {
     // The common burst: every packet goes to one place, in order; no grouping needed.
+    if (first < n_endpoints_ && routes_[first].action == EndpointAction::kSink) {
+      // A sink takes all of it (nothing was dropped, so nothing else is queued to free).
+      c.delivered_per_endpoint[first].add(n);
+      c.delivered.add(n);
+      mbuf_free_bulk(pkts, n);
+      return;
+    }
     Mbuf* run[kMaxBurst];
     std::memcpy(run, pkts, n * sizeof(Mbuf*));
     deliver_run(first, run, n, to_free, n_free);
