@@ -7,8 +7,7 @@ namespace {
 // IPv6 extension headers push the L4 header into the second line); K covers a miss to L3 at a few
 // ns of parse per packet. The metadata lines are not prefetched: every receive path has just
 // written them on this core (data_off, data_len, port), so they are in L1, and a prefetch of a
-// line already there still costs a load slot per packet (4% of the whole pipeline's rate on one
-// core, tools/bench/pcap-vs-testpmd).
+// line already there still costs a load slot per packet.
 constexpr unsigned kAhead = 4;
 
 RAWPIPE_ALWAYS_INLINE void prefetch_data(const Mbuf* m) noexcept {
