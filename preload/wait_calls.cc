@@ -290,7 +290,8 @@ int mixed_epoll_wait(int epfd, epoll_event* events, int max, int timeout_ms, con
     // is one event, as a socket is once in the kernel's.
     EpollLink* reported[64];
     int n_reported = 0;
-    bool parents_only = n > 0;
+    // Only in a forked child (no runtime of its own): everything ready was the parent's.
+    bool parents_only = rt == nullptr && n > 0;
     for (int i = 0; i < n; ++i) {
       if (is_queue_marker(events[i].data.ptr)) continue;  // the pass at the top of the loop takes it
       Slot* s = nullptr;
@@ -302,7 +303,6 @@ int mixed_epoll_wait(int epfd, epoll_event* events, int max, int timeout_ms, con
         continue;
       }
       if (!rt) continue;
-      parents_only = false;
       if (std::find(reported, reported + n_reported, link) != reported + n_reported) continue;
       std::uint32_t ev = 0;
       const std::uint32_t gen = s->gen.load(std::memory_order_acquire);
