@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "preload/copy_interfaces.hh"
+#include "preload/kernel_only_stats.hh"
 #include "preload/kernel_side.hh"
 #include "preload/libc.hh"
 #include "preload/rules.hh"
@@ -59,6 +60,13 @@ void note(const std::string& line) {
   (void)!libc().write(2, out.data(), out.size());
 }
 
+// The process stays on the kernel for good: the line on stderr says why, and so does the stats
+// segment `rawpipe stat` reads.
+void kernel_only(const std::string& line) {
+  note(line);
+  publish_kernel_only(line);
+}
+
 }  // namespace
 
 std::string addr_text(const rawpipe_addr& a) {
@@ -94,7 +102,7 @@ void load_rules(Control& c) {
   std::string error;
   if (const char* env = std::getenv("RAWPIPE_OFFLOAD"); env && *env) {
     if (!parse_offload_rules(env, &c.rules, &error)) {
-      note("RAWPIPE_OFFLOAD: " + error + "; nothing is offloaded");
+      kernel_only("RAWPIPE_OFFLOAD: " + error + "; nothing is offloaded");
       c.state = State::kKernelOnly;
       return;
     }
@@ -102,7 +110,7 @@ void load_rules(Control& c) {
   if (const char* file = std::getenv("RAWPIPE_OFFLOAD_FILE"); file && *file) {
     std::ifstream in(file);
     if (!in) {
-      note(std::string("RAWPIPE_OFFLOAD_FILE: cannot read ") + file + ": " + std::strerror(errno) +
+      kernel_only(std::string("RAWPIPE_OFFLOAD_FILE: cannot read ") + file + ": " + std::strerror(errno) +
            "; nothing is offloaded");
       c.state = State::kKernelOnly;
       return;
@@ -110,7 +118,7 @@ void load_rules(Control& c) {
     std::stringstream text;
     text << in.rdbuf();
     if (!parse_offload_rules(text.str(), &c.rules, &error)) {
-      note(std::string(file) + ": " + error + "; nothing is offloaded");
+      kernel_only(std::string(file) + ": " + error + "; nothing is offloaded");
       c.state = State::kKernelOnly;
     }
   }
@@ -257,12 +265,12 @@ bool start_locked(Control& c) {
   c.state = State::kKernelOnly;
   std::string text, why;
   if (!build_config(c, &text, &why)) {
-    note("nothing is offloaded: " + why + "; every socket is the kernel's");
+    kernel_only("nothing is offloaded: " + why + "; every socket is the kernel's");
     return false;
   }
   const rawpipe_api_t* api = rawpipe_get_api(RAWPIPE_EXTRA_ABI_VERSION);
   if (!api || !(api->caps & RAWPIPE_CAP_WAIT) || !(api->caps & RAWPIPE_CAP_SEND)) {
-    note(std::string("nothing is offloaded: ") + (api ? "the library lacks waiting or sending" : rawpipe_api_error()) +
+    kernel_only(std::string("nothing is offloaded: ") + (api ? "the library lacks waiting or sending" : rawpipe_api_error()) +
          "; every socket is the kernel's");
     return false;
   }
@@ -273,7 +281,7 @@ bool start_locked(Control& c) {
     std::ofstream out(path, std::ios::trunc);
     out << text;
     if (!out) {
-      note(std::string("nothing is offloaded: cannot write ") + path + "; every socket is the kernel's");
+      kernel_only(std::string("nothing is offloaded: cannot write ") + path + "; every socket is the kernel's");
       return false;
     }
   }
@@ -288,7 +296,7 @@ bool start_locked(Control& c) {
   }
   t_inside = false;
   if (!p) {
-    note("nothing is offloaded: the pipeline did not start: " + error + "; every socket is the kernel's");
+    kernel_only("nothing is offloaded: the pipeline did not start: " + error + "; every socket is the kernel's");
     return false;
   }
   Runtime& rt = g_runtime;
@@ -304,7 +312,7 @@ bool start_locked(Control& c) {
     const int ep = api->endpoint_id(p, (std::string("socket") + std::to_string(i)).c_str());
     const int fd = ep < 0 ? -1 : api->endpoint_fd(p, static_cast<std::uint16_t>(ep));
     if (fd < 0) {
-      note(std::string("nothing is offloaded: endpoint socket") + std::to_string(i) + ": " + api->last_error(p));
+      kernel_only(std::string("nothing is offloaded: endpoint socket") + std::to_string(i) + ": " + api->last_error(p));
       api->destroy(p);
       return false;
     }
@@ -697,6 +705,7 @@ void child_after_fork() {
   Control& c = control();
   new (&c.mu) std::mutex;  // another thread may have held it at fork
   c.forked_child = true;
+  forget_kernel_only_stats_in_child();
   for (int fd = 0, high = fd_high_water(); fd < high; ++fd) {
     FdEntry* e = fd_entry(fd);
     if (!e) break;

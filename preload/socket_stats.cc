@@ -59,12 +59,13 @@ nlohmann::json offloaded_row(const Runtime& rt, const Slot& s, const EndpointFig
   return row;
 }
 
-// Called with the control lock held: the slots' control state is stable.
-std::string sockets_json(const Runtime& rt) {
+// Called with the control lock held: the slots' control state is stable. rt null: nothing is
+// offloaded, every row is a kernel socket.
+std::string sockets_json(const Runtime* rt) {
   nlohmann::json rows = nlohmann::json::array();
-  for (unsigned i = 0; i < rt.n_slots; ++i) {
-    const Slot& s = rt.slots[i];
-    if (s.in_use.load(std::memory_order_acquire)) rows.push_back(offloaded_row(rt, s, endpoint_figures(rt, s.endpoint)));
+  for (unsigned i = 0; rt && i < rt->n_slots; ++i) {
+    const Slot& s = rt->slots[i];
+    if (s.in_use.load(std::memory_order_acquire)) rows.push_back(offloaded_row(*rt, s, endpoint_figures(*rt, s.endpoint)));
   }
   std::map<unsigned long, std::uint64_t> kernel_drops;
   bool drops_read = false;
@@ -91,18 +92,23 @@ std::string sockets_json(const Runtime& rt) {
 }
 
 long sockets_section(void* ctx, char* buf, std::size_t cap) {
-  const Runtime& rt = *static_cast<const Runtime*>(ctx);
-  // The publishing thread is the only caller. While a bind or close holds the control lock the
-  // previous rows are published again rather than making the publisher wait for it. Never
-  // destroyed: the last call comes from the exit handler that destroys the pipeline, after the
-  // exit-time destructors of statics made since it was registered have run.
-  static std::string& last = *new std::string("[]");
-  if (std::unique_lock lock = try_control_lock(); lock.owns_lock()) last = sockets_json(rt);
-  if (last.size() <= cap) std::memcpy(buf, last.data(), last.size());
-  return static_cast<long>(last.size());
+  const std::string& rows = sockets_now(static_cast<const Runtime*>(ctx));
+  if (rows.size() <= cap) std::memcpy(buf, rows.data(), rows.size());
+  return static_cast<long>(rows.size());
 }
 
 }  // namespace
+
+const std::string& sockets_now(const Runtime* rt) {
+  // One publishing thread calls this at a time (the pipeline's, or the kernel-only one). While a
+  // bind or close holds the control lock the previous rows are published again rather than making
+  // the publisher wait for it. Never destroyed: the last call comes from the exit handler that
+  // destroys the pipeline, after the exit-time destructors of statics made since it was
+  // registered have run.
+  static std::string& last = *new std::string("[]");
+  if (std::unique_lock lock = try_control_lock(); lock.owns_lock()) last = sockets_json(rt);
+  return last;
+}
 
 EndpointFigures endpoint_figures(const Runtime& rt, std::uint16_t endpoint) {
   std::vector<rawpipe_endpoint_stats> eps(endpoint + 1u);

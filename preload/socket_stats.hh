@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "preload/fd_table.hh"
 #include "preload/runtime.hh"
@@ -22,6 +23,11 @@ EndpointFigures endpoint_figures(const Runtime& rt, std::uint16_t endpoint);
 std::uint64_t ring_full_since_bind(const Slot& s, const EndpointFigures& f);
 
 const char* kernel_why_text(KernelWhy why);
+
+// The "sockets" section's rows as JSON: every UDP socket, offloaded or why not. rt null: the
+// process has no runtime (nothing is offloaded). Never waits for the control lock; must not be
+// called with it held.
+const std::string& sockets_now(const Runtime* rt);
 
 // Adds the "sockets" section to the pipeline's stats segment; a line on stderr when it cannot.
 void publish_sockets(Runtime& rt);

@@ -125,7 +125,16 @@ void print_sections(const nlohmann::json& doc) {
   }
 }
 
+// A preloaded process that offloads nothing has no pipeline: the reason, then its sockets (each
+// the kernel's, with why and the kernel's own drop count).
+void print_kernel_only(const nlohmann::json& doc) {
+  fmt::print("rawpipe {} (pid {}): no pipeline\n  {}\n", doc["name"].get<std::string>(), u(doc, "pid"),
+             doc["nothing_offloaded"].get<std::string>());
+  print_sections(doc);
+}
+
 void print_view(const nlohmann::json& doc, const nlohmann::json* prev, bool drops_only) {
+  if (doc.contains("nothing_offloaded")) return print_kernel_only(doc);
   if (drops_only) return print_drops(doc);
   double dt = prev ? double(u(doc, "time_ns") - u(*prev, "time_ns")) / 1e9 : 0;
   auto rate = [&](const nlohmann::json& now, const nlohmann::json* before, const char* key) {
@@ -212,7 +221,9 @@ int stat_command(const StatOptions& options) {
       return 1;
     }
     if (options.json) {
-      fmt::print("{}\n", options.drops ? doc["drops"].dump(2) : doc.dump(2));
+      // A process without a pipeline has no drop tree: its whole document says why.
+      const bool tree = options.drops && doc.contains("drops");
+      fmt::print("{}\n", tree ? doc["drops"].dump(2) : doc.dump(2));
     } else {
       // top-style redraw in place on a terminal; into a pipe or file, one view after another.
       if (!options.once && isatty(STDOUT_FILENO)) fmt::print("\x1b[H\x1b[2J");

@@ -181,6 +181,58 @@ TEST_F(Preload, KernelFallbackWithoutInterfaceSaysSo) {
   EXPECT_EQ(r.err.find("offloaded: rx"), std::string::npos) << r.err;
 }
 
+// A process that offloads nothing still has a stats segment: `rawpipe stat` says why nothing is
+// offloaded and lists its sockets, each the kernel's with why; the segment goes with the process.
+TEST_F(Preload, KernelOnlyProcessShowsItsSocketsInStat) {
+  const fs::path out = scratch_ / "out", err = scratch_ / "err";
+  const std::vector<std::string> argv = {"ip", "netns", "exec", net_.ours->name(), "env", "-u", "RAWPIPE_INTERFACE",
+                                         "-u", "RAWPIPE_CONFIG", test::rawpipe_binary().string(), "exec", "--",
+                                         app().string(), "stat", "7130"};
+  const pid_t pid = test::start_process(argv, out, err);
+  ASSERT_GT(pid, 0);
+  const bool ready = wait_for(out, "ready");
+  // The rows come with the first publication after the binds.
+  nlohmann::json doc;
+  std::string view;
+  auto has_row = [](const nlohmann::json& d) {
+    return d.is_object() && d.contains("sections") && d["sections"]["sockets"].size() == 4;
+  };
+  for (int i = 0; ready && i < 50 && !has_row(doc); ++i) {
+    auto r = test::command_output({test::rawpipe_binary().string(), "stat", "--once", "--json", std::to_string(pid)});
+    doc = r ? nlohmann::json::parse(*r, nullptr, false) : nlohmann::json();
+    if (!has_row(doc)) std::this_thread::sleep_for(100ms);
+  }
+  if (auto v = test::command_output({test::rawpipe_binary().string(), "stat", "--once", std::to_string(pid)})) view = *v;
+  peer_send(*net_.peer, 7130, "stop");  // the kernel socket gets it
+  const int status = test::wait_process(pid, {.timeout = 20s});
+  const std::string o = test::slurp(out), e = test::slurp(err);
+  ASSERT_TRUE(ready) << o << e;
+  EXPECT_EQ(status, 0) << o << e;
+
+  ASSERT_TRUE(has_row(doc)) << doc.dump(2) << e;
+  EXPECT_NE(doc["nothing_offloaded"].get<std::string>().find("neither RAWPIPE_INTERFACE nor RAWPIPE_CONFIG"),
+            std::string::npos)
+      << doc.dump(2);
+  EXPECT_EQ(doc["pid"], pid);
+  bool bound_row = false, unbound_row = false;
+  for (const auto& r : doc["sections"]["sockets"]) {
+    EXPECT_FALSE(r["offloaded"].get<bool>()) << r.dump();
+    const std::string why = r.value("why", "");
+    if (r.value("local", "") == "*:7130") {
+      bound_row = true;
+      EXPECT_NE(why.find("did not start"), std::string::npos) << r.dump();
+      EXPECT_EQ(r["drops"]["kernel"], 0u) << r.dump();  // read from /proc/net/udp
+    }
+    unbound_row |= why.starts_with("not bound");
+  }
+  EXPECT_TRUE(bound_row && unbound_row) << doc.dump(2);
+  EXPECT_TRUE(std::regex_search(view, std::regex(R"(no pipeline\n\s+nothing is offloaded: neither)"))) << view;
+  EXPECT_TRUE(std::regex_search(view, std::regex(R"(\*:7130\s+no\s+-\s+-\s+0\s+the pipeline did not start)"))) << view;
+  // Gone with the process: no stale segment, no name link.
+  EXPECT_FALSE(fs::exists("/dev/shm/rawpipe." + std::to_string(pid)));
+  EXPECT_FALSE(fs::exists("/dev/shm/rawpipe-name.rawpipe-preload-" + std::to_string(pid)));
+}
+
 // A dual-stack IPv6 socket: IPv6 and IPv4 peers (the latter as IPv4-mapped addresses), both
 // answered through the pipeline's send path (af_packet: the port has the interface's addresses).
 TEST_F(Preload, DualStackIpv6SocketReceivesAndAnswersBothFamilies) {
