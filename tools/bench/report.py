@@ -95,6 +95,8 @@ def markdown(result):
         out.append("")
         for r in notes:
             text = r.get("reason") if r["status"] == "not run" else r.get("note")
+            # A peer's own output quoted in a reason may span lines; one list item keeps one line.
+            text = " ".join(text.split()) if text else text
             if r["status"] == "not run":
                 out.append(f"- {r['id']}: not run: {text}")
             elif text:
