@@ -235,7 +235,8 @@ plot {', '.join(parts)}
             written.append("lcores.png")
 
     # NDR and PDR per port type (scenario 9).
-    ndr = [r for r in rows if r.get("scenario") == 9 and r["rawpipe"] and r["peer"]]
+    # The rates only: scenario 9 also has latency rows (us) under load.
+    ndr = [r for r in rows if r.get("scenario") == 9 and r["unit"] == "Mpps" and r["rawpipe"] and r["peer"]]
     if ndr:
         with open(os.path.join(out_dir, "ndr.dat"), "w") as f:
             for r in ndr:
