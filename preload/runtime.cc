@@ -312,8 +312,11 @@ bool start_locked(Control& c) {
     const int ep = api->endpoint_id(p, (std::string("socket") + std::to_string(i)).c_str());
     const int fd = ep < 0 ? -1 : api->endpoint_fd(p, static_cast<std::uint16_t>(ep));
     if (fd < 0) {
-      kernel_only(std::string("nothing is offloaded: endpoint socket") + std::to_string(i) + ": " + api->last_error(p));
+      const std::string why = std::string("nothing is offloaded: endpoint socket") + std::to_string(i) + ": " +
+                              api->last_error(p);
+      // The pipeline's segment has this process's path: gone before the kernel-only one is made.
       api->destroy(p);
+      kernel_only(why);
       return false;
     }
     s.endpoint = static_cast<std::uint16_t>(ep);
