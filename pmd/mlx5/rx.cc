@@ -339,7 +339,11 @@ std::uint16_t rx_burst_striding(void* queue, Mbuf** pkts, std::uint16_t n) noexc
       const std::uint8_t* src = q.mprq_buf + (rq_ci & rq_mask) * wqe_bytes + std::size_t(stride) * q.stride_size;
       if (RAWPIPE_UNLIKELY(q.stash_len == 0)) {
         count_add(q.stats.rx_nombuf);
-      } else if (RAWPIPE_UNLIKELY(len > q.data_room || stride >= q.strides_per_wqe)) {
+      } else if (RAWPIPE_UNLIKELY(len > q.data_room || stride >= q.strides_per_wqe ||
+                                  std::size_t(stride) * q.stride_size + len > wqe_bytes)) {
+        // A frame runs over the strides after its first one but never past its WQE's last
+        // (DPDK's mlx5_rx_burst_mprq asserts strd_idx + strd_cnt <= strd_n); a CQE that says
+        // otherwise would have the copy read past the WQE, or past the whole buffer.
         count_add(q.stats.rx_errors);
       } else {
         // Strides are reused as soon as the WQE's last stride is consumed, so the frame is copied
