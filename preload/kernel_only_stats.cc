@@ -30,7 +30,8 @@ struct Publisher {
 };
 
 // Made once and never destroyed by the runtime: a forked child's exit must not run the segment's
-// destructor, which would remove its parent's segment.
+// destructor, which would remove its parent's segment. A child never makes its own (its sockets
+// stay the kernel's without a start), and its exit handler leaves this one alone (owner).
 Publisher* g_publisher = nullptr;
 
 std::string document(const Publisher& p, bool with_sockets) {
@@ -106,11 +107,6 @@ void publish_kernel_only(const std::string& why) {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   g_publisher = p;
   std::atexit(stop_at_exit);
-}
-
-void forget_kernel_only_stats_in_child() {
-  // The thread did not come across the fork, and the segment is the parent's: leak both.
-  g_publisher = nullptr;
 }
 
 }  // namespace rawpipe::preload

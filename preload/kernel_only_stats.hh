@@ -13,7 +13,4 @@ namespace rawpipe::preload {
 // When the segment cannot be made, one line on stderr says so and the process goes on without.
 void publish_kernel_only(const std::string& why);
 
-// In a forked child: the segment and its thread are the parent's; the child leaves them alone.
-void forget_kernel_only_stats_in_child();
-
 }  // namespace rawpipe::preload

@@ -708,7 +708,6 @@ void child_after_fork() {
   Control& c = control();
   new (&c.mu) std::mutex;  // another thread may have held it at fork
   c.forked_child = true;
-  forget_kernel_only_stats_in_child();
   for (int fd = 0, high = fd_high_water(); fd < high; ++fd) {
     FdEntry* e = fd_entry(fd);
     if (!e) break;
