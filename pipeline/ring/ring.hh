@@ -228,14 +228,17 @@ class Ring {
     }
   }
 
+  // One block copy per contiguous span: libc's vector copy moves a burst of pointers in a few
+  // full-line stores instead of one store per pointer, which keeps the store buffer short while
+  // the slot lines are still on their way from the other core.
   RAWPIPE_ALWAYS_INLINE void copy_in(std::uint32_t head, const T* objs, unsigned n) noexcept {
     std::uint32_t idx = head & mask_;
     unsigned first = capacity() - idx;
     if (RAWPIPE_LIKELY(n <= first)) {
-      for (unsigned i = 0; i < n; ++i) slots_[idx + i] = objs[i];
+      std::memcpy(&slots_[idx], objs, n * sizeof(T));
     } else {
-      for (unsigned i = 0; i < first; ++i) slots_[idx + i] = objs[i];
-      for (unsigned i = first; i < n; ++i) slots_[i - first] = objs[i];
+      std::memcpy(&slots_[idx], objs, first * sizeof(T));
+      std::memcpy(&slots_[0], objs + first, (n - first) * sizeof(T));
     }
   }
 
@@ -243,10 +246,10 @@ class Ring {
     std::uint32_t idx = head & mask_;
     unsigned first = capacity() - idx;
     if (RAWPIPE_LIKELY(n <= first)) {
-      for (unsigned i = 0; i < n; ++i) objs[i] = slots_[idx + i];
+      std::memcpy(objs, &slots_[idx], n * sizeof(T));
     } else {
-      for (unsigned i = 0; i < first; ++i) objs[i] = slots_[idx + i];
-      for (unsigned i = first; i < n; ++i) objs[i] = slots_[i - first];
+      std::memcpy(objs, &slots_[idx], first * sizeof(T));
+      std::memcpy(objs + first, &slots_[0], (n - first) * sizeof(T));
     }
   }
 
