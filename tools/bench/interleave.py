@@ -39,10 +39,33 @@ def thread_ticks(pid, prefix):
     return None
 
 
-def run_window(cmd, thread, warm, seconds, others=()):
+def thread_waited_ns(pid, prefix):
+    """Nanoseconds the first thread of pid whose name starts with prefix spent runnable but not
+    running (the second field of /proc/PID/task/TID/schedstat): the time other tasks on its CPU
+    took from it. Time the hypervisor takes is not in it."""
+    base = f"/proc/{pid}/task"
+    try:
+        tids = os.listdir(base)
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open(f"{base}/{tid}/comm") as f:
+                if not f.read().strip().startswith(prefix):
+                    continue
+            with open(f"{base}/{tid}/schedstat") as f:
+                return int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return None
+
+
+def run_window(cmd, thread, warm, seconds, others=(), waited=None):
     """Starts cmd, waits until `thread` has begun to run, lets it run warm + seconds, stops it with
     SIGINT. Returns (the output lines that arrived inside the window, all output, exit code, CPU
-    share of the thread over the window, {name: CPU share} of the `others` threads)."""
+    share of the thread over the window, {name: CPU share} of the `others` threads). A dict passed
+    as `waited` receives, per `others` thread, its milliseconds per second runnable but not
+    running over the window (thread_waited_ns)."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     lines = []  # (arrival time, line): each per-second rate line is judged by when it came
 
@@ -60,9 +83,15 @@ def run_window(cmd, thread, warm, seconds, others=()):
     time.sleep(warm)
     t1, c1 = time.monotonic(), thread_ticks(proc.pid, thread)
     o1 = {name: thread_ticks(proc.pid, name) for name in others}
+    w1 = {name: thread_waited_ns(proc.pid, name) for name in others}
     time.sleep(seconds)
     t2, c2 = time.monotonic(), thread_ticks(proc.pid, thread)
     o2 = {name: thread_ticks(proc.pid, name) for name in others}
+    w2 = {name: thread_waited_ns(proc.pid, name) for name in others}
+    if waited is not None:
+        for name in others:
+            waited[name] = ((w2[name] - w1[name]) / 1e6 / (t2 - t1)
+                            if w1[name] is not None and w2[name] is not None else None)
     # The line that covers the window's last second arrives up to a second later.
     time.sleep(1.0)
     t3 = time.monotonic()
@@ -82,14 +111,14 @@ def run_window(cmd, thread, warm, seconds, others=()):
     return inside, "".join(line for _, line in lines), proc.returncode, share, other_shares
 
 
-def rawpipe_run(exe, config, warm, seconds, threads=()):
+def rawpipe_run(exe, config, warm, seconds, threads=(), waited=None):
     """Runs `rawpipe run config` for a window; returns (the pipeline's mean receive rate in Mpps over
     the window, lcore0's CPU share, the command,
     the JSON summary, {thread: CPU share} for `threads`)."""
     with tempfile.TemporaryDirectory() as tmp:
         out_json = os.path.join(tmp, "summary.json")
         cmd = [exe, "run", config, "--json", out_json]
-        inside, out, rc, share, other_shares = run_window(cmd, "rawpipe-lc0", warm, seconds, threads)
+        inside, out, rc, share, other_shares = run_window(cmd, "rawpipe-lc0", warm, seconds, threads, waited)
         if rc != 0 or not os.path.exists(out_json):
             raise RunFailed(f"rawpipe failed (exit {rc}):\n{out[-3000:]}")
         with open(out_json) as f:
