@@ -3,6 +3,7 @@
 // SIGINT, reject a bad config with file and line, answer --version. Needs no privileges.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -221,6 +222,49 @@ idle_sleep_us = 200
   // Woken for each packet: at most the last one or two were still queued at the stop.
   EXPECT_EQ(consumed + j["drained_at_stop"].get<std::uint64_t>(), delivered);
   EXPECT_LE(j["drained_at_stop"].get<std::uint64_t>(), 2u);
+}
+
+// Voluntary context switches of the process's main thread (rawpipe run's control loop).
+long main_thread_sleeps(pid_t pid) {
+  const std::string status =
+      slurp(fs::path("/proc") / std::to_string(pid) / "task" / std::to_string(pid) / "status");
+  const auto at = status.find("voluntary_ctxt_switches:");
+  return at == std::string::npos || (at > 0 && status[at - 1] != '\n') ? -1 : std::stol(status.substr(at + 24));
+}
+
+// The control loop shares a CPU with the ring consumer: it wakes for its once-a-second line and
+// for a stop signal, not on a timer of its own (each wake-up takes that CPU from the consumer).
+TEST_F(RawpipeBinary, ControlLoopWakesOnlyForItsLines) {
+  const fs::path cfg = tmp_ / "quiet.toml";
+  std::ofstream(cfg) << R"([[pools]]
+name = "rx"
+count = 1024
+[[ports]]
+name = "s"
+pmd = "synth"
+rate_pps = 20
+[[endpoints]]
+name = "app"
+action = "ring"
+match = ["udp dst *:5000"]
+[[lcores]]
+rx = ["s:0"]
+idle_sleep_us = 200
+)";
+  const pid_t pid = start_process({bin_.string(), "run", cfg.string()}, tmp_ / "stdout", tmp_ / "stderr");
+  ASSERT_GT(pid, 0);
+  ASSERT_GE(wait_for_thread(pid, "rawpipe-consume"), 0) << "no rawpipe-consume thread";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // past start-up
+  const long before = main_thread_sleeps(pid);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  const long after = main_thread_sleeps(pid);
+  kill(pid, SIGINT);
+  ASSERT_EQ(wait_process(pid), 0) << slurp(tmp_ / "stdout") << slurp(tmp_ / "stderr");
+  ASSERT_GE(before, 0);
+  // Three lines are due in the window; a 20 ms tick would have woken it about 150 times.
+  EXPECT_LE(after - before, 12) << "the control loop went to sleep " << after - before << " times in 3 s";
+  EXPECT_NE(slurp(tmp_ / "stdout").find("OK: every packet accounted for"), std::string::npos)
+      << slurp(tmp_ / "stdout");
 }
 
 // An lcore with thread = false gets no lcore thread; rawpipe run, which has no application thread
