@@ -2,7 +2,6 @@
 
 #include "pipeline/dispatch/wake.hh"
 
-#include <cstring>
 
 #include "pipeline/buf/pool.hh"
 #include "pipeline/capture/lcore_taps.hh"
@@ -83,7 +82,7 @@ void Dispatcher::deliver_run(std::uint16_t d, Mbuf** run, unsigned k, Mbuf** to_
   }
 }
 
-void Dispatcher::dispatch_burst(Mbuf* const* pkts, const Verdict* verdicts, unsigned n) noexcept {
+void Dispatcher::dispatch_burst(Mbuf** pkts, const Verdict* verdicts, unsigned n) noexcept {
   // Per packet: its destination, or kUnused for drops and holds.
   std::uint16_t dest[kMaxBurst];
   Mbuf* to_free[kMaxBurst];
@@ -127,9 +126,7 @@ void Dispatcher::dispatch_burst(Mbuf* const* pkts, const Verdict* verdicts, unsi
       mbuf_free_bulk(pkts, n);
       return;
     }
-    Mbuf* run[kMaxBurst];
-    std::memcpy(run, pkts, n * sizeof(Mbuf*));
-    deliver_run(first, run, n, to_free, n_free);
+    deliver_run(first, pkts, n, to_free, n_free);
   } else if (n_alive != 0) {
     // Counting sort: contiguous runs per destination, order kept within each run.
     std::uint16_t active[kMaxBurst];   // destinations seen in this burst, in first-seen order

@@ -70,7 +70,8 @@ class Dispatcher {
   Dispatcher(std::vector<Route> routes, std::vector<TxQueueHandle> tx, LcoreCounters* counters);
 
   // Consumes pkts[0..n): every packet ends delivered, transmitted, held or dropped and counted.
-  void dispatch_burst(Mbuf* const* pkts, const Verdict* verdicts, unsigned n) noexcept;
+  // The array is scratch afterwards: a burst that all goes to one place is handed on from it.
+  void dispatch_burst(Mbuf** pkts, const Verdict* verdicts, unsigned n) noexcept;
 
   // Control path: the lcore's capture taps, which see the drops decided here (endpoint ring
   // full, tx failed) on that rare path only. Null: none.
