@@ -69,6 +69,36 @@ class Ring {
   [[nodiscard]] bool dequeue_bulk(T* objs, unsigned n) noexcept { return dequeue<true>(objs, n) == n; }
   [[nodiscard]] bool dequeue(T& obj) noexcept { return dequeue<true>(&obj, 1) == 1; }
 
+  // Single consumer: hands up to n readable elements to `take` where they lie in the ring (one
+  // call per contiguous span, at most two), then frees their slots. For a consumer that only
+  // reads them, such as a free of buffer pointers, this saves copying them out first. Returns how
+  // many were handed.
+  template <typename F>
+  unsigned consume_in_place(unsigned n, F&& take) noexcept {
+    static_assert(kCons == Sync::kSingle, "in-place reads need the only consumer");
+    const std::uint32_t head = cons_.head.load(std::memory_order_relaxed);
+    std::uint32_t avail = cons_.cached_prod - head;
+    if (avail < n) {
+      // A2, as in dequeue.
+      cons_.cached_prod = prod_.tail.load(std::memory_order_acquire);
+      avail = cons_.cached_prod - head;
+      if (avail < n) n = avail;
+    }
+    if (n == 0) return 0;
+    const std::uint32_t idx = head & mask_;
+    const unsigned first = capacity() - idx;
+    if (RAWPIPE_LIKELY(n <= first)) {
+      take(static_cast<const T*>(&slots_[idx]), n);
+    } else {
+      take(static_cast<const T*>(&slots_[idx]), first);
+      take(static_cast<const T*>(&slots_[0]), n - first);
+    }
+    cons_.head.store(head + n, std::memory_order_relaxed);
+    // R2, as in dequeue: the reads in `take` happen before the producer reuses the slots.
+    cons_.tail.store(head + n, std::memory_order_release);
+    return n;
+  }
+
   // Single consumer, split receive for a consumer that must not wait on the producer's core:
   // look_readable() reads the producer's tail (the one line that core keeps writing) and returns
   // what is readable; read_ahead() then asks for the slot lines of what that look found, a few
