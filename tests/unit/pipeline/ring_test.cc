@@ -78,6 +78,35 @@ TEST(Ring, SplitReceiveTakesOnlyWhatTheLookSaw) {
   EXPECT_EQ(next_out, next_in);
 }
 
+// consume_in_place hands the elements in order, as one span or two where they wrap past the
+// end of the slots, never more than asked or than are queued, and frees exactly those slots.
+TEST(Ring, ConsumeInPlaceHandsSpansInOrderAcrossTheWrap) {
+  auto ring = std::move(SpscRing<std::uint32_t>::create(8)).value();
+  std::uint32_t next_in = 0, next_out = 0;
+  unsigned two_span_calls = 0;
+  for (int round = 0; round < 200; ++round) {
+    std::uint32_t in[8];
+    for (auto& v : in) v = next_in++;
+    const unsigned queued = ring->enqueue_burst(in, 1 + round % 8);
+    next_in -= 8 - queued;
+    const unsigned ask = 1 + round % 5;
+    unsigned spans = 0, handed = 0;
+    const unsigned got = ring->consume_in_place(ask, [&](const std::uint32_t* span, unsigned n) {
+      ++spans;
+      ASSERT_GT(n, 0u);
+      for (unsigned i = 0; i < n; ++i) ASSERT_EQ(span[i], next_out++);
+      handed += n;
+    });
+    ASSERT_EQ(got, handed);
+    ASSERT_EQ(got, std::min<unsigned>(ask, next_in - (next_out - got)));
+    ASSERT_LE(spans, 2u);
+    two_span_calls += spans == 2;
+    ASSERT_EQ(ring->size(), next_in - next_out) << "the handed slots are free again";
+  }
+  EXPECT_GT(two_span_calls, 0u) << "the test never made a span wrap";
+  EXPECT_EQ(ring->consume_in_place(0, [](const std::uint32_t*, unsigned) { FAIL() << "nothing was asked"; }), 0u);
+}
+
 template <typename RingT>
 void run_producers_consumers(unsigned producers, unsigned consumers) {
   constexpr std::uint64_t kPerProducer = 200000;
