@@ -19,8 +19,9 @@ class RunFailed(Exception):
     """A run that gave no figure, with what the program printed."""
 
 
-def thread_ticks(pid, prefix):
-    """utime + stime (clock ticks) of the first thread of pid whose name starts with prefix."""
+def thread_file(pid, prefix, name):
+    """The text of /proc/PID/task/TID/<name> for the first thread of pid whose name starts with
+    prefix; None when there is no such thread (or it went away)."""
     base = f"/proc/{pid}/task"
     try:
         tids = os.listdir(base)
@@ -31,33 +32,31 @@ def thread_ticks(pid, prefix):
             with open(f"{base}/{tid}/comm") as f:
                 if not f.read().strip().startswith(prefix):
                     continue
-            with open(f"{base}/{tid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            return int(fields[11]) + int(fields[12])
+            with open(f"{base}/{tid}/{name}") as f:
+                return f.read()
         except OSError:
             continue
     return None
+
+
+def thread_ticks(pid, prefix):
+    """utime + stime (clock ticks) of the first thread of pid whose name starts with prefix."""
+    stat = thread_file(pid, prefix, "stat")
+    if stat is None:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
 
 
 def thread_waited_ns(pid, prefix):
     """Nanoseconds the first thread of pid whose name starts with prefix spent runnable but not
     running (the second field of /proc/PID/task/TID/schedstat): the time other tasks on its CPU
     took from it. Time the hypervisor takes is not in it."""
-    base = f"/proc/{pid}/task"
+    schedstat = thread_file(pid, prefix, "schedstat")
     try:
-        tids = os.listdir(base)
-    except OSError:
+        return int(schedstat.split()[1]) if schedstat is not None else None
+    except (IndexError, ValueError):
         return None
-    for tid in tids:
-        try:
-            with open(f"{base}/{tid}/comm") as f:
-                if not f.read().strip().startswith(prefix):
-                    continue
-            with open(f"{base}/{tid}/schedstat") as f:
-                return int(f.read().split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    return None
 
 
 def run_window(cmd, thread, warm, seconds, others=(), waited=None):

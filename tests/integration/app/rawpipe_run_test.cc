@@ -177,13 +177,9 @@ long wait_for_thread(pid_t pid, const std::string& name) {
   return ticks;
 }
 
-// The ring consumer spins only while packets come (docs/consumer-wait.md): at 20 packets per
-// second it sleeps on the endpoint's descriptor between them, and still receives every one. (The
-// rate is low so that the spin after each packet stays far below the limit even in a sanitizer
-// build, where each pass costs several times more.)
-TEST_F(RawpipeBinary, IdleRingConsumerSleepsAndStillReceives) {
-  const fs::path cfg = tmp_ / "idle.toml";
-  std::ofstream(cfg) << R"([[pools]]
+// 20 packets a second from synth to a ring endpoint, on an lcore that naps when idle: a run whose
+// threads should all be asleep nearly all the time.
+constexpr const char* kQuietRingConfig = R"([[pools]]
 name = "rx"
 count = 1024
 [[ports]]
@@ -198,6 +194,14 @@ match = ["udp dst *:5000"]
 rx = ["s:0"]
 idle_sleep_us = 200
 )";
+
+// The ring consumer spins only while packets come (docs/consumer-wait.md): at 20 packets per
+// second it sleeps on the endpoint's descriptor between them, and still receives every one. (The
+// rate is low so that the spin after each packet stays far below the limit even in a sanitizer
+// build, where each pass costs several times more.)
+TEST_F(RawpipeBinary, IdleRingConsumerSleepsAndStillReceives) {
+  const fs::path cfg = tmp_ / "idle.toml";
+  std::ofstream(cfg) << kQuietRingConfig;
   const fs::path json = tmp_ / "idle.json";
   const pid_t pid = start_process({bin_.string(), "run", cfg.string(), "--duration", "3", "--json", json.string()},
                                   tmp_ / "stdout", tmp_ / "stderr");
@@ -236,21 +240,7 @@ long main_thread_sleeps(pid_t pid) {
 // for a stop signal, not on a timer of its own (each wake-up takes that CPU from the consumer).
 TEST_F(RawpipeBinary, ControlLoopWakesOnlyForItsLines) {
   const fs::path cfg = tmp_ / "quiet.toml";
-  std::ofstream(cfg) << R"([[pools]]
-name = "rx"
-count = 1024
-[[ports]]
-name = "s"
-pmd = "synth"
-rate_pps = 20
-[[endpoints]]
-name = "app"
-action = "ring"
-match = ["udp dst *:5000"]
-[[lcores]]
-rx = ["s:0"]
-idle_sleep_us = 200
-)";
+  std::ofstream(cfg) << kQuietRingConfig;
   const pid_t pid = start_process({bin_.string(), "run", cfg.string()}, tmp_ / "stdout", tmp_ / "stderr");
   ASSERT_GT(pid, 0);
   ASSERT_GE(wait_for_thread(pid, "rawpipe-consume"), 0) << "no rawpipe-consume thread";
