@@ -2,7 +2,6 @@
 
 #include "pipeline/dispatch/wake.hh"
 
-
 #include "pipeline/buf/pool.hh"
 #include "pipeline/capture/lcore_taps.hh"
 #include "pipeline/dispatch/echo.hh"
