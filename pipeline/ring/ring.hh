@@ -76,24 +76,10 @@ class Ring {
   template <typename F>
   unsigned consume_in_place(unsigned n, F&& take) noexcept {
     static_assert(kCons == Sync::kSingle, "in-place reads need the only consumer");
-    const std::uint32_t head = cons_.head.load(std::memory_order_relaxed);
-    std::uint32_t avail = cons_.cached_prod - head;
-    if (avail < n) {
-      // A2, as in dequeue.
-      cons_.cached_prod = prod_.tail.load(std::memory_order_acquire);
-      avail = cons_.cached_prod - head;
-      if (avail < n) n = avail;
-    }
+    std::uint32_t head;
+    n = claim_single_consumer<false>(head, n);
     if (n == 0) return 0;
-    const std::uint32_t idx = head & mask_;
-    const unsigned first = capacity() - idx;
-    if (RAWPIPE_LIKELY(n <= first)) {
-      take(static_cast<const T*>(&slots_[idx]), n);
-    } else {
-      take(static_cast<const T*>(&slots_[idx]), first);
-      take(static_cast<const T*>(&slots_[0]), n - first);
-    }
-    cons_.head.store(head + n, std::memory_order_relaxed);
+    for_each_span(head, n, [&](std::uint32_t at, unsigned, unsigned k) { take(static_cast<const T*>(&slots_[at]), k); });
     // R2, as in dequeue: the reads in `take` happen before the producer reuses the slots.
     cons_.tail.store(head + n, std::memory_order_release);
     return n;
@@ -203,18 +189,8 @@ class Ring {
   unsigned dequeue(T* objs, unsigned n) noexcept {
     std::uint32_t head;
     if constexpr (kCons == Sync::kSingle) {
-      head = cons_.head.load(std::memory_order_relaxed);
-      std::uint32_t avail = cons_.cached_prod - head;
-      if (avail < n) {
-        // A2: pairs with R1: everything the producer wrote before publishing is visible.
-        cons_.cached_prod = prod_.tail.load(std::memory_order_acquire);
-        avail = cons_.cached_prod - head;
-        if (avail < n) {
-          if (kAll || avail == 0) return 0;
-          n = avail;
-        }
-      }
-      cons_.head.store(head + n, std::memory_order_relaxed);
+      n = claim_single_consumer<kAll>(head, n);
+      if (n == 0) return 0;
     } else {
       head = cons_.head.load(std::memory_order_relaxed);
       for (;;) {
@@ -243,6 +219,39 @@ class Ring {
     return n;
   }
 
+  // The only consumer takes [head, head + n) for itself, n cut to what is readable (all or none
+  // when kAll). Returns the n taken; the caller publishes the tail once it has read the slots.
+  template <bool kAll>
+  RAWPIPE_ALWAYS_INLINE unsigned claim_single_consumer(std::uint32_t& head, unsigned n) noexcept {
+    head = cons_.head.load(std::memory_order_relaxed);
+    std::uint32_t avail = cons_.cached_prod - head;
+    if (avail < n) {
+      // A2: pairs with R1: everything the producer wrote before publishing is visible.
+      cons_.cached_prod = prod_.tail.load(std::memory_order_acquire);
+      avail = cons_.cached_prod - head;
+      if (avail < n) {
+        if (kAll || avail == 0) return 0;
+        n = avail;
+      }
+    }
+    cons_.head.store(head + n, std::memory_order_relaxed);
+    return n;
+  }
+
+  // Calls f(first slot, offset into the caller's array, count) for the one or two contiguous runs
+  // of slots that hold elements [head, head + n).
+  template <typename F>
+  RAWPIPE_ALWAYS_INLINE void for_each_span(std::uint32_t head, unsigned n, F&& f) const noexcept {
+    const std::uint32_t idx = head & mask_;
+    const unsigned first = capacity() - idx;
+    if (RAWPIPE_LIKELY(n <= first)) {
+      f(idx, 0u, n);
+    } else {
+      f(idx, 0u, first);
+      f(0u, first, n - first);
+    }
+  }
+
   // Spins until the earlier claimer publishes. When threads outnumber cores the earlier claimer may
   // be descheduled mid-copy; after a bounded spin we yield the core so it can finish, instead of
   // burning our whole time slice (DPDK's MP ring has the same preemption hazard).
@@ -262,25 +271,15 @@ class Ring {
   // full-line stores instead of one store per pointer, which keeps the store buffer short while
   // the slot lines are still on their way from the other core.
   RAWPIPE_ALWAYS_INLINE void copy_in(std::uint32_t head, const T* objs, unsigned n) noexcept {
-    std::uint32_t idx = head & mask_;
-    unsigned first = capacity() - idx;
-    if (RAWPIPE_LIKELY(n <= first)) {
-      std::memcpy(&slots_[idx], objs, n * sizeof(T));
-    } else {
-      std::memcpy(&slots_[idx], objs, first * sizeof(T));
-      std::memcpy(&slots_[0], objs + first, (n - first) * sizeof(T));
-    }
+    for_each_span(head, n, [&](std::uint32_t at, unsigned off, unsigned k) {
+      std::memcpy(&slots_[at], objs + off, k * sizeof(T));
+    });
   }
 
   RAWPIPE_ALWAYS_INLINE void copy_out(std::uint32_t head, T* objs, unsigned n) const noexcept {
-    std::uint32_t idx = head & mask_;
-    unsigned first = capacity() - idx;
-    if (RAWPIPE_LIKELY(n <= first)) {
-      std::memcpy(objs, &slots_[idx], n * sizeof(T));
-    } else {
-      std::memcpy(objs, &slots_[idx], first * sizeof(T));
-      std::memcpy(objs + first, &slots_[0], (n - first) * sizeof(T));
-    }
+    for_each_span(head, n, [&](std::uint32_t at, unsigned off, unsigned k) {
+      std::memcpy(objs + off, &slots_[at], k * sizeof(T));
+    });
   }
 
   // Each side's tail, which the other side polls, has a range of its own: a single producer
