@@ -11,6 +11,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import tomllib
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -144,3 +145,36 @@ def sink_variant(text, tool):
     if n == 0:
         sys.exit(f"{tool}: the config has no endpoint with action = \"ring\"")
     return re.sub(r"(?m)^\s*ring_size\s*=.*$", "", out)
+
+
+def cpu_pair(text):
+    """A config's first lcore CPU and its consumer CPU; None when either is not pinned."""
+    conf = tomllib.loads(text)
+    lcores = conf.get("lcores") or []
+    consumer = (conf.get("run") or {}).get("consumer_cpu")
+    lcore = lcores[0].get("cpu") if lcores else None
+    if not isinstance(lcore, int) or not isinstance(consumer, int) or lcore < 0 or consumer < 0:
+        return None
+    return (lcore, consumer)
+
+
+def probe(exe, pair):
+    """The pair's cache-line round trip in ns (tools/bench/cpu_pingpong, about 20 ms)."""
+    proc = subprocess.run([exe, "--cpus", f"{pair[0]},{pair[1]}", "--rounds", "3", "--trips", "50000"],
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {exe} failed: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)["median_ns"]
+
+
+def near_limit(round_trips):
+    """(limit, far) when the [before, after] probes of the runs fall in two placements: runs whose
+    probes are all <= limit ns stayed near, `far` is the lowest far probe. (None, None) when they
+    do not. Two placements show as two groups with a gap between them: the split is at the widest
+    step of the sorted probes when it at least triples the distance (the benchmark VM's pair also
+    reads 43-50 ns at times, against 100-120 for most near runs; that is not the far placement)."""
+    probes = sorted(v for p in round_trips for v in p)
+    step = max(range(len(probes) - 1), key=lambda i: probes[i + 1] / probes[i], default=None)
+    if step is None or probes[step + 1] < 3 * probes[step]:
+        return None, None
+    return probes[step], probes[step + 1]
