@@ -71,9 +71,14 @@ def cpu_between(a, b, seconds):
     return total / TICKS / seconds, shares
 
 
-# Every DPDK process in the harness: no hugepages needed, no shared files, no telemetry socket,
-# no PCI scan, so it runs on any Linux box and never collides with another DPDK process.
-TESTPMD_EAL = ["--no-huge", "-m", "256", "--no-shconf", "--no-telemetry", "--no-pci", "--log-level=*:error"]
+def testpmd_eal(mbufs=8192):
+    """EAL options of every DPDK process in the harness: no hugepages needed, no shared files, no
+    telemetry socket, no PCI scan, so it runs on any Linux box and never collides with another
+    DPDK process. Memory: 256 MiB, or enough for `mbufs` mbufs when the peer is given a pool as
+    large as rawpipe's: without hugepages the mempool keeps each object inside one 4 KiB page, so a
+    2176-byte default mbuf takes a whole page."""
+    mib = max(256, (mbufs * 4096 >> 20) + 256)
+    return ["--no-huge", "-m", str(mib), "--no-shconf", "--no-telemetry", "--no-pci", "--log-level=*:error"]
 
 
 def testpmd_lcores(cores, fwd_cpus=None):
@@ -97,7 +102,7 @@ class Testpmd:
             raise NotRun("dpdk-testpmd is not installed (Debian package dpdk)")
         # testpmd prints with stdio; line buffering makes its answers arrive while it runs.
         prefix = ["stdbuf", "-oL"] if shutil.which("stdbuf") else []
-        self.cmdline = prefix + [exe] + TESTPMD_EAL + ["--lcores", testpmd_lcores(cores, fwd_cpus), "--vdev", vdev, "--",
+        self.cmdline = prefix + [exe] + testpmd_eal(mbufs) + ["--lcores", testpmd_lcores(cores, fwd_cpus), "--vdev", vdev, "--",
                                               "-i", f"--nb-cores={cores}", f"--rxq={cores}", f"--txq={cores}",
                                               f"--total-num-mbufs={mbufs}", f"--burst={burst}",
                                               "--forward-mode=rxonly"] + list(extra)
