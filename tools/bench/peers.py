@@ -77,7 +77,7 @@ def testpmd_eal(mbufs=8192):
     DPDK process. Memory: 256 MiB, or enough for `mbufs` mbufs when the peer is given a pool as
     large as rawpipe's: without hugepages the mempool keeps each object inside one 4 KiB page, so a
     2176-byte default mbuf takes a whole page."""
-    mib = max(256, (mbufs * 4096 >> 20) + 256)
+    mib = max(256, (mbufs * 4096 >> 20) + 128)
     return ["--no-huge", "-m", str(mib), "--no-shconf", "--no-telemetry", "--no-pci", "--log-level=*:error"]
 
 
