@@ -94,18 +94,17 @@ RAWPIPE_ALWAYS_INLINE unsigned Lcore::poll_queue(const RxQueue& q, const Classif
 
 void Lcore::free_returns(bool idle) noexcept {
   // Taking buffers back costs two waits on the consumer's core: its tail, and then the slot lines
-  // it wrote. The tail is looked at once per eight busy passes. What a look finds is not taken
-  // then but read ahead over the following passes, a receive's worth of lines per pass, and
-  // taken on the next visit from this core's cache. An idle pass has time to spare and takes
-  // everything at once.
+  // it wrote. The tail is looked at once per passes_per_return_look_ busy passes. What a look
+  // finds is not taken then but read ahead over the following passes, a receive's worth of lines
+  // per pass, and taken on the next visit from this core's cache. An idle pass has time to spare
+  // and takes everything at once.
   for (EndpointRing* ring : returns_) ring->read_ahead(return_lines_per_pass_);
-  if ((++passes_ & 7) != 0 && !idle) return;
+  if (++passes_ < passes_per_return_look_ && !idle) return;
+  passes_ = 0;
   for (EndpointRing* ring : returns_) {
-    // At most two full bursts of what was read ahead per visit: twice what eight passes can
-    // receive, so the returns keep up, while a pile of releases cannot stall receive for long.
-    unsigned take = std::min(ring->readable_seen(), 2 * kMaxBurst);
+    unsigned take = std::min(ring->readable_seen(), return_take_per_look_);
     const unsigned fresh = ring->look_readable();
-    if (idle) take = std::min(fresh, 2 * kMaxBurst);
+    if (idle) take = std::min(fresh, return_take_per_look_);
     // Freed from the ring's own slots: the pointers are only read once.
     (void)ring->consume_in_place(take, [](Mbuf* const* bufs, unsigned n) noexcept { mbuf_free_bulk(bufs, n); });
   }

@@ -76,6 +76,14 @@ class Lcore {
     // keeps pace with what the consumer can give back.
     const std::size_t per_pass = std::size_t{plan_.burst} * std::max<std::size_t>(rx_.size(), 1);
     return_lines_per_pass_ = static_cast<unsigned>((per_pass * sizeof(Mbuf*) + kCacheLine - 1) / kCacheLine);
+    // One look at the return tail per kPacketsPerReturnLook packets received: the look's wait on
+    // the consumer's core is then spread over as many packets whatever the burst size and queue
+    // count, and so is the pile of frees a look leads to, which the pool cache must absorb.
+    passes_per_return_look_ = static_cast<unsigned>(
+        std::clamp<std::size_t>(kPacketsPerReturnLook / per_pass, 1, kMaxPassesPerReturnLook));
+    // Twice what the passes between two looks can receive, so the returns keep up, while a pile of
+    // releases cannot stall receive for long.
+    return_take_per_look_ = static_cast<unsigned>(2 * passes_per_return_look_ * per_pass);
   }
 
   // The thread body. Returns once `stop` reads true (checked once per loop pass).
@@ -122,8 +130,12 @@ class Lcore {
   NeighStage* neigh_ = nullptr;
   std::vector<EndpointRing*> returns_;
   std::vector<SendPort*> sends_;
+  static constexpr std::size_t kPacketsPerReturnLook = 256;
+  static constexpr std::size_t kMaxPassesPerReturnLook = 8;
   unsigned passes_ = 0;
+  unsigned passes_per_return_look_ = kMaxPassesPerReturnLook;
   unsigned return_lines_per_pass_ = 1;
+  unsigned return_take_per_look_ = 2 * kMaxBurst;
   std::unique_ptr<StageLatency> latency_;  // null: stage timing off
   // try_pass: who may run a pass now. Its own line: waiting threads hammer it.
   static constexpr int kPassFree = 0, kPassBusy = 1, kPassClosed = 2;
