@@ -636,7 +636,8 @@ TEST(Pipeline, ReturnsKeepUpWithLargeBursts) {
   b.port("p0", cfg).endpoint("ring", EndpointAction::kRing, {"udp dst *:5000"}).lcore({{0, 0}});
   b.plan.lcores[0].thread = false;
   b.plan.lcores[0].burst = kBurst;
-  // 32 passes' worth: a released buffer comes back within two looks at the return ring (16 passes).
+  // 32 passes' worth: more than the buffers between a release and the look after next at the
+  // return ring (at most 16 passes apart), so only a take limit below the receive rate runs it dry.
   b.plan.pools[0].config.count = 32 * kBurst;
   // Deeper than the pool, as in configs/bench-synth.toml: a return ring that filled up would make
   // the consumer free the rest itself and hide an lcore that takes too little back.
