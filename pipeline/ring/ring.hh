@@ -156,6 +156,9 @@ class Ring {
       }
       prod_.head.store(head + n, std::memory_order_relaxed);
     } else {
+      // An empty claim would take no range of its own: a producer claiming after it would start
+      // at the same index, publish past it, and leave it waiting for a tail that never comes back.
+      if (n == 0) return 0;
       head = prod_.head.load(std::memory_order_relaxed);
       for (;;) {
         // A1: pairs with R2, as in the single-producer case.
@@ -192,6 +195,7 @@ class Ring {
       n = claim_single_consumer<kAll>(head, n);
       if (n == 0) return 0;
     } else {
+      if (n == 0) return 0;  // as in enqueue: an empty claim could wait forever for its turn
       head = cons_.head.load(std::memory_order_relaxed);
       for (;;) {
         // A2: pairs with R1.

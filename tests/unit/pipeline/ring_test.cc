@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -165,6 +168,38 @@ TEST(Ring, MpscDeliversEverythingOnceWithPerProducerOrder) {
   run_producers_consumers<MpscRing<std::uint64_t>>(3, 1);
 }
 TEST(Ring, MpmcDeliversEverythingOnce) { run_producers_consumers<MpmcRing<std::uint64_t>>(3, 2); }
+
+// Operations of no elements between producers and consumers that move some. An empty claim on a
+// multi-producer (or multi-consumer) ring once took the range [head, head): a claimer right after
+// it started at the same index, published past it, and the empty one waited for its turn forever.
+TEST(Ring, EmptyOperationsNeverWaitForATurnThatWasTaken) {
+  auto ring = std::move(MpmcRing<std::uint64_t>::create(64)).value();
+  constexpr unsigned kRounds = 200000;
+  std::atomic<unsigned> finished{0};
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      std::uint64_t v[4] = {1, 2, 3, 4};
+      for (unsigned i = 0; i < kRounds; ++i) {
+        (void)ring->enqueue_burst(v, 0);
+        (void)ring->enqueue_burst(v, 4);
+        (void)ring->dequeue_burst(v, 0);
+        (void)ring->dequeue_burst(v, 4);
+      }
+      finished.fetch_add(1);
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (finished.load() < threads.size() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (finished.load() < threads.size()) {
+    ADD_FAILURE() << "a thread is still waiting for its turn after 30 s";
+    std::abort();  // the waiting thread cannot be joined
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ring->enqueue_burst(nullptr, 0), 0u);
+  EXPECT_EQ(ring->dequeue_burst(nullptr, 0), 0u);
+}
 
 static_assert(noexcept(std::declval<SpscRing<int>&>().enqueue_burst(nullptr, 0)));
 static_assert(noexcept(std::declval<MpmcRing<int>&>().dequeue_burst(nullptr, 0)));
