@@ -16,6 +16,10 @@ namespace {
 
 constexpr std::size_t kHugePage = 2u << 20;
 constexpr std::uint32_t kMaxCacheSize = 256;
+// Sixteen full caches: more than a few lcores spill between two refills, so the recent ring
+// rarely overflows into the shared list; and 4096 slots of 2 KiB stay within an L3 cache even
+// when the ring is full and refills cycle through all of it.
+constexpr std::uint32_t kRecentSlots = 16 * kMaxCacheSize;
 
 std::mutex g_ids_mu;
 std::array<bool, Pool::kMaxPools> g_ids_used{};
@@ -116,6 +120,9 @@ Result<std::unique_ptr<Pool>> Pool::create(const PoolConfig& config) {
   auto ring = MpmcRing<Mbuf*>::create(static_cast<std::uint32_t>(std::bit_ceil(config.count)));
   if (!ring) return ring.status().context(fmt::format("pool '{}'", config.name));
   pool->free_ = std::move(ring).value();
+  auto recent = MpmcRing<Mbuf*>::create(std::min(kRecentSlots, static_cast<std::uint32_t>(std::bit_ceil(config.count))));
+  if (!recent) return recent.status().context(fmt::format("pool '{}'", config.name));
+  pool->recent_ = std::move(recent).value();
 
   Mbuf& t = pool->line0_template_;
   std::memset(static_cast<void*>(&t), 0, sizeof(t));
@@ -176,7 +183,7 @@ void Pool::detach_thread() {
   PoolCache* cache = t_caches[id_];
   if (!cache) return;
   std::uint32_t len = cache->len.load(std::memory_order_relaxed);
-  if (len && !free_->enqueue_bulk(cache->objs, len)) std::abort();  // ring holds every slot: cannot fail
+  give_free(cache->objs, len);
   cache->len.store(0, std::memory_order_relaxed);
   t_caches[id_] = nullptr;
   std::lock_guard lock(caches_mu_);
@@ -184,20 +191,41 @@ void Pool::detach_thread() {
 }
 
 std::uint32_t Pool::available() const noexcept {
-  std::uint32_t n = free_->size();
+  std::uint32_t n = free_->size() + recent_->size();
   std::lock_guard lock(caches_mu_);
   for (const auto& c : caches_) n += c->len.load(std::memory_order_relaxed);
   return n;
 }
 
+bool Pool::take_free_bulk(Mbuf** out, unsigned n) noexcept {
+  const unsigned recent = recent_->dequeue_burst(out, n);
+  if (recent == n || free_->dequeue_bulk(out + recent, n - recent)) return true;
+  give_free(out, recent);  // all or nothing: the recent slots go back where they came from
+  return false;
+}
+
+void Pool::give_free(Mbuf* const* bufs, unsigned n) noexcept {
+  const unsigned recent = recent_->enqueue_burst(bufs, n);
+  // The shared list has room for every slot of the pool, so returning owned slots cannot fail.
+  if (recent != n && !free_->enqueue_bulk(bufs + recent, n - recent)) std::abort();
+}
+
 bool Pool::alloc_bulk(Mbuf** out, unsigned n) noexcept {
   PoolCache* c = thread_cache();
   if (c == nullptr || n > c->size) {
-    if (!free_->dequeue_bulk(out, n)) return false;
+    if (!take_free_bulk(out, n)) return false;
   } else {
     std::uint32_t len = c->len.load(std::memory_order_relaxed);
     if (len < n) {
-      len += free_->dequeue_burst(&c->objs[len], c->size + n - len);
+      const unsigned want = c->size + n - len;
+      const unsigned recent = recent_->dequeue_burst(&c->objs[len], want);
+      unsigned got = recent;
+      if (recent < want) {
+        got += free_->dequeue_burst(&c->objs[len + recent], want - recent);
+        // The cache hands out its top first: the recent slots go above the shared list's.
+        std::rotate(&c->objs[len], &c->objs[len + recent], &c->objs[len + got]);
+      }
+      len += got;
       if (len < n) {
         c->len.store(len, std::memory_order_relaxed);
         return false;
@@ -223,15 +251,14 @@ bool Pool::alloc_bulk(Mbuf** out, unsigned n) noexcept {
 void Pool::put_bulk(Mbuf* const* bufs, unsigned n) noexcept {
   PoolCache* c = thread_cache();
   if (c == nullptr || n > c->size) {
-    // The ring has room for every slot of the pool, so returning owned slots cannot fail.
-    if (!free_->enqueue_bulk(bufs, n)) std::abort();
+    give_free(bufs, n);
     return;
   }
   std::uint32_t len = c->len.load(std::memory_order_relaxed);
   std::memcpy(&c->objs[len], bufs, n * sizeof(Mbuf*));
   len += n;
   if (len >= 2 * c->size) {
-    if (!free_->enqueue_bulk(&c->objs[c->size], len - c->size)) std::abort();
+    give_free(&c->objs[c->size], len - c->size);
     len = c->size;
   }
   c->len.store(len, std::memory_order_relaxed);

@@ -7,11 +7,21 @@
 // hugepages when the host has them reserved, otherwise from anonymous memory advised for
 // transparent huge pages; Pool::memory_notice() says which, in one line.
 //
-// Free slots live in a multi-producer/multi-consumer ring. A thread that calls attach_thread()
-// gets a private cache in front of it (DPDK's rte_mempool_cache): allocation and free on that
-// thread touch only the cache until it runs empty or over-full, then move `cache_size` pointers in
-// one ring operation. Threads without a cache (application threads freeing held buffers) go to the
-// ring directly, which is safe from any thread.
+// Free slots live in two multi-producer/multi-consumer rings: the shared free list, which starts
+// with every slot, and in front of it a small ring of the slots freed most recently. A thread that
+// calls attach_thread() gets a private cache in front of both (DPDK's rte_mempool_cache):
+// allocation and free on that thread touch only the cache until it runs empty or over-full, then
+// move `cache_size` pointers in one ring operation. Threads without a cache (application threads
+// freeing held buffers) go to the rings directly, which is safe from any thread.
+//
+// Frees go to the recent ring while it has room, allocations take from it first. The shared list
+// is a FIFO as long as the pool, so a slot spilled to it comes back only after every other free
+// slot has: a thread whose frees arrive in piles larger than its cache (an lcore taking back what
+// a ring endpoint's consumer released in one go) would otherwise refill with the slots free the
+// longest, cold in every cache, and its working set would grow to the whole pool. Through the
+// recent ring a spilled slot is handed out again within a few thousand frees, while its lines are
+// still in a cache. (DPDK's "stack" mempool driver keeps its whole free list LIFO for the same
+// reason; a bounded FIFO in front keeps both rings lock-free.)
 //
 // Allocation is all-or-nothing (alloc_bulk returns false and hands out nothing when fewer than n
 // slots are free), like rte_pktmbuf_alloc_bulk.
@@ -108,6 +118,10 @@ class Pool {
  private:
   Pool() = default;
   PoolCache* thread_cache() const noexcept;
+  // Exactly n free slots, recent ones first, or none.
+  bool take_free_bulk(Mbuf** out, unsigned n) noexcept;
+  // Frees slots: into the recent ring as far as it has room, the rest to the shared list.
+  void give_free(Mbuf* const* bufs, unsigned n) noexcept;
 
   std::string name_;
   std::uint16_t id_ = 0;
@@ -122,7 +136,8 @@ class Pool {
   bool mapped_ = false;
   PoolMemoryProvider provider_{};
   std::string memory_notice_;
-  std::unique_ptr<MpmcRing<Mbuf*>> free_;
+  std::unique_ptr<MpmcRing<Mbuf*>> free_;    // room for every slot
+  std::unique_ptr<MpmcRing<Mbuf*>> recent_;  // the last frees, up to kRecentSlots
   Mbuf line0_template_;
 
   mutable std::mutex caches_mu_;  // control path only: attach/detach and statistics

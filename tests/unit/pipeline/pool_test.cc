@@ -124,6 +124,53 @@ TEST(Pool, ThreadCacheServesAndFlushesWithoutLosingBuffers) {
   EXPECT_EQ(pool->available(), 1000u);
 }
 
+// A thread whose frees come in piles larger than its cache (an lcore taking back what a ring
+// endpoint's consumer released 512 at a time) spills to the shared free list and later refills
+// from it. The refill must hand back what was spilled, whose lines are still in this core's
+// caches, not the buffers that have sat free the longest: behind those, the thread's working set
+// grew to the whole pool (1.2 million buffers in configs/bench-synth.toml) and the receive rate
+// fell by 40%.
+TEST(Pool, RefillsAfterSpillsHandBackRecentlyFreedBuffers) {
+  constexpr std::uint32_t kCount = 16384, kCache = 256, kBurst = 32, kPile = 512;
+  auto pool = make_pool(kCount, kCache);
+  pool->attach_thread();
+  std::vector<Mbuf*> in_flight;  // received, not yet given back: oldest first
+  std::set<Mbuf*> distinct;
+  for (unsigned pass = 0; pass < 4000; ++pass) {
+    Mbuf* b[kBurst];
+    ASSERT_TRUE(pool->alloc_bulk(b, kBurst));
+    distinct.insert(b, b + kBurst);
+    in_flight.insert(in_flight.end(), b, b + kBurst);
+    // The consumer gives back the oldest kPile once it holds two piles' worth.
+    if (in_flight.size() >= 2 * kPile) {
+      mbuf_free_bulk(in_flight.data(), kPile);
+      in_flight.erase(in_flight.begin(), in_flight.begin() + kPile);
+    }
+  }
+  // In flight (up to 2 piles), in the cache (up to 2 caches), and what spills and refills move.
+  EXPECT_LT(distinct.size(), 4096u) << "refills handed out buffers that had been free the longest";
+  mbuf_free_bulk(in_flight.data(), static_cast<unsigned>(in_flight.size()));
+  pool->detach_thread();
+  EXPECT_EQ(pool->available(), kCount);
+}
+
+// Buffers a thread without a cache frees (an application thread releasing what it held) are the
+// next ones a refill hands out, for the same reason.
+TEST(Pool, RefillsTakeWhatThreadsWithoutACacheFreedFirst) {
+  auto pool = make_pool(16384, 256);
+  Mbuf* held[256];
+  ASSERT_TRUE(pool->alloc_bulk(held, 256));  // no cache on this thread yet: straight from the free list
+  std::set<Mbuf*> freed(held, held + 256);
+  mbuf_free_bulk(held, 256);
+  pool->attach_thread();
+  Mbuf* b[32];
+  ASSERT_TRUE(pool->alloc_bulk(b, 32));
+  for (Mbuf* m : b) EXPECT_TRUE(freed.count(m)) << "a refill skipped the buffers freed last";
+  mbuf_free_bulk(b, 32);
+  pool->detach_thread();
+  EXPECT_EQ(pool->available(), 16384u);
+}
+
 TEST(Pool, ReferenceCountKeepsBufferUntilLastHolderFrees) {
   auto pool = make_pool(4, 0);
   Mbuf* m = pool->alloc();
