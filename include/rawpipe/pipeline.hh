@@ -268,6 +268,13 @@ class RAWPIPE_API Pipeline {
 
   // The engine's parts, for the library's own services (stats document, Extra API) and tests;
   // their types are internal.
+  // Control path, before start(): the one-way cache-line crossing from which a ring endpoint's
+  // consumer counts as far from an lcore, whose runs to it are then published once per few
+  // passes (pipeline/dispatch/consumer_distance.hh); a test sets 0 to make every consumer far.
+  void set_far_consumer_ns(double ns);
+  // Whether the consumer of ring endpoint `endpoint` counts as far from some lcore now (false for
+  // other endpoints). Any thread.
+  bool endpoint_consumer_far(std::uint16_t endpoint) const noexcept;
   Port& port(std::uint16_t id);
   const Port& port(std::uint16_t id) const;
   const Pool* pool(std::string_view name) const noexcept;

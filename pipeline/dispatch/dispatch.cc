@@ -1,5 +1,6 @@
 #include "pipeline/dispatch/dispatch.hh"
 
+#include "pipeline/dispatch/consumer_distance.hh"
 #include "pipeline/dispatch/wake.hh"
 
 #include "pipeline/buf/pool.hh"
@@ -14,7 +15,42 @@ Dispatcher::Dispatcher(std::vector<Route> routes, std::vector<TxQueueHandle> tx,
       tx_(std::move(tx)),
       counters_(counters),
       n_endpoints_(static_cast<std::uint16_t>(routes_.size())),
-      slot_of_dest_(routes_.size() + tx_.size(), kUnused) {}
+      slot_of_dest_(routes_.size() + tx_.size(), kUnused) {
+  for (std::size_t d = 0; d < routes_.size(); ++d)
+    if (routes_[d].action == EndpointAction::kRing && routes_[d].ring) ring_routes_.push_back(static_cast<std::uint16_t>(d));
+}
+
+namespace {
+// Makes what a route's ring held back visible, and wakes its consumer if it sleeps.
+void publish(const Dispatcher::Route& r) noexcept {
+  if (r.ring->publish() && r.wake) r.wake->after_enqueue();
+}
+}  // namespace
+
+void Dispatcher::follow_consumers() noexcept {
+  for (const std::uint16_t d : ring_routes_) {
+    Route& r = routes_[d];
+    const bool far = r.consumer && r.consumer->far();
+    if (far == r.held) continue;
+    if (!far) publish(r);
+    r.held = far;
+    held_routes_ = far ? held_routes_ + 1 : held_routes_ - 1;
+  }
+}
+
+void Dispatcher::publish_held() noexcept {
+  for (const std::uint16_t d : ring_routes_)
+    if (routes_[d].held) publish(routes_[d]);
+}
+
+void Dispatcher::stop_holding() noexcept {
+  for (const std::uint16_t d : ring_routes_) {
+    Route& r = routes_[d];
+    if (r.held) publish(r);
+    r.held = false;
+  }
+  held_routes_ = 0;
+}
 
 // Returns packet m's destination, or kUnused after setting `reason` for a drop. Echo rewrites the
 // packet here (the swap decides whether it can be answered at all).
@@ -46,9 +82,13 @@ void Dispatcher::deliver_run(std::uint16_t d, Mbuf** run, unsigned k, Mbuf** to_
   if (d < n_endpoints_) {
     const Route& r = routes_[d];
     if (r.action == EndpointAction::kRing) {
-      done = r.ring->enqueue_burst(run, k);
       fail = DropReason::kEndpointRingFull;
-      if (r.wake && done) r.wake->after_enqueue();
+      if (r.held) {
+        done = r.ring->enqueue_burst_unpublished(run, k);
+      } else {
+        done = r.ring->enqueue_burst(run, k);
+        if (r.wake && done) r.wake->after_enqueue();
+      }
       r.ring->write_ahead(k);  // the next run to this endpoint is likely as long
     } else {
       // Sink: delivered, then freed here.

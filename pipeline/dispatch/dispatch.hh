@@ -52,6 +52,7 @@ inline void make_verdicts(Mbuf* const* pkts, Verdict* verdicts, unsigned n) noex
 
 using EndpointRing = SpscRing<Mbuf*>;
 struct EndpointWake;
+class ConsumerDistance;
 struct LcoreTaps;
 
 class Dispatcher {
@@ -62,6 +63,8 @@ class Dispatcher {
     std::uint16_t forward_port = 0;   // kForward
     EndpointRing* ring = nullptr;     // kRing: this lcore's ring for the endpoint
     EndpointWake* wake = nullptr;     // kRing: the consumer's descriptor to wait on (wake.hh)
+    const ConsumerDistance* consumer = nullptr;  // kRing: how far its consumer is (null: near)
+    bool held = false;                // kRing: runs wait for publish_held() (follow_consumers)
     bool sockperf = false;            // kEcho: reply as a sockperf server (sockperf_echo.hh)
   };
 
@@ -77,6 +80,16 @@ class Dispatcher {
   // full, tx failed) on that rare path only. Null: none.
   void set_taps(LcoreTaps* taps) noexcept { taps_ = taps; }
 
+  // Publication of ring endpoints' tails (the lcore's thread). A run queued to a ring whose
+  // consumer is near is published at once; one whose consumer is far (consumer_distance.hh) is
+  // held back until publish_held(), which the lcore calls once per few passes.
+  // follow_consumers() takes each consumer's latest verdict (publishing what a ring held when
+  // its consumer comes near); stop_holding() publishes everything and holds nothing more.
+  void follow_consumers() noexcept;
+  bool holding() const noexcept { return held_routes_ != 0; }
+  void publish_held() noexcept;
+  void stop_holding() noexcept;
+
  private:
   static constexpr std::uint16_t kUnused = 0xffff;
 
@@ -90,6 +103,8 @@ class Dispatcher {
   // Destination d: endpoint d for d < n_endpoints_, port d - n_endpoints_ otherwise.
   std::vector<std::uint16_t> slot_of_dest_;  // kUnused between bursts
   LcoreTaps* taps_ = nullptr;
+  std::vector<std::uint16_t> ring_routes_;  // endpoints whose action is kRing
+  unsigned held_routes_ = 0;                // ring routes whose runs are held back now
 };
 
 }  // namespace rawpipe

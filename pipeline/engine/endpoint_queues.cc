@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "pipeline/stats/tsc.hh"
 #include "rawpipe/compiler.hh"
 
 namespace rawpipe {
@@ -30,11 +31,23 @@ Result<std::unique_ptr<EndpointQueues>> EndpointQueues::create(const Plan& plan)
       auto back = EndpointRing::create(2 * ep.ring_size);
       if (!back) return Status::errorf("{}endpoint '{}': {}", where(ep.where), ep.name, back.message());
       r->returns.push_back(std::move(back).value());
+      r->distance.push_back(std::make_unique<ConsumerDistance>());
     }
     q->rings_[ep.id] = std::move(r);
     q->wakes_[ep.id] = std::make_unique<EndpointWake>();
   }
+  q->set_far_consumer_ns(ConsumerDistance::kFarNs);
   return q;
+}
+
+void EndpointQueues::set_far_consumer_ns(double ns) {
+  bool any = false;
+  for (const auto& r : rings_) any |= r != nullptr;
+  if (!any) return;  // no ring endpoint: no need to measure the TSC (which takes ~20 ms)
+  const auto cycles = static_cast<std::uint64_t>(ns / tsc_ns_per_cycle());
+  for (auto& r : rings_)
+    if (r)
+      for (auto& d : r->distance) d->set_far_cycles(cycles);
 }
 
 std::vector<EndpointRing*> EndpointQueues::returns_of(std::size_t lcore) const {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "pipeline/dispatch/consumer_distance.hh"
 #include "pipeline/dispatch/wake.hh"
 #include "pipeline/buf/audit.hh"
 #include "rawpipe/mbuf.hh"
@@ -35,6 +36,10 @@ struct EndpointRings {
   unsigned next = 0;
   unsigned last = 0;
   bool closed = false;
+  // By lcore: how far the consumer is from it (consumer_distance.hh), measured in one receive of
+  // kReceivesPerDistanceSample. Guarded by busy, but for the verdict the lcore reads.
+  std::vector<std::unique_ptr<ConsumerDistance>> distance;
+  unsigned receives = 0;
 };
 
 class EndpointQueues {
@@ -46,6 +51,13 @@ class EndpointQueues {
   EndpointRing* ring(std::uint16_t endpoint, std::size_t lcore) const noexcept {
     return endpoint < rings_.size() && rings_[endpoint] ? rings_[endpoint]->per_lcore[lcore].get() : nullptr;
   }
+  // How far endpoint `endpoint`'s consumer is from lcore `lcore`; null for other endpoints.
+  const ConsumerDistance* distance(std::uint16_t endpoint, std::size_t lcore) const noexcept {
+    return endpoint < rings_.size() && rings_[endpoint] ? rings_[endpoint]->distance[lcore].get() : nullptr;
+  }
+  // Control path, before start: the one-way crossing time from which consumers count as far
+  // (ConsumerDistance::kFarNs unless a test asks for another).
+  void set_far_consumer_ns(double ns);
   // The return rings lcore `lcore` frees from, one per ring endpoint.
   std::vector<EndpointRing*> returns_of(std::size_t lcore) const;
   // The wake-up state of a ring endpoint's consumer (pipeline/dispatch/wake.hh); null for other
@@ -69,10 +81,19 @@ class EndpointQueues {
     if (!lock_consumer(r.busy)) return 0;
     const unsigned rings = static_cast<unsigned>(r.per_lcore.size());
     unsigned got = 0;
+    const bool timed = ++r.receives % kReceivesPerDistanceSample == 0;
     for (unsigned i = 0; i < rings && got < n; ++i) {
       unsigned idx = r.next + i;
       if (idx >= rings) idx -= rings;
-      const unsigned took = r.per_lcore[idx]->dequeue_burst(out + got, n - got);
+      EndpointRing& ring = *r.per_lcore[idx];
+      if (timed) [[unlikely]] {
+        const unsigned seen = ring.readable_seen();
+        const std::uint64_t t0 = ConsumerDistance::tsc_before();
+        const unsigned fresh = ring.look_readable();
+        const std::uint64_t t1 = ConsumerDistance::tsc_after();
+        if (fresh > seen) r.distance[idx]->sample(t1 - t0);
+      }
+      const unsigned took = ring.dequeue_burst(out + got, n - got);
       if (took) r.last = idx;
       got += took;
     }
@@ -117,6 +138,9 @@ class EndpointQueues {
     return !busy.exchange(true, std::memory_order_acquire);
   }
   static void unlock_consumer(std::atomic<bool>& busy) noexcept { busy.store(false, std::memory_order_release); }
+
+  // The fences of a timed look cost the consumer tens of cycles: one receive in 16 pays them.
+  static constexpr unsigned kReceivesPerDistanceSample = 16;
 
   std::vector<std::unique_ptr<EndpointRings>> rings_;  // by endpoint id; null for non-ring endpoints
   std::vector<std::unique_ptr<EndpointWake>> wakes_;   // by endpoint id; null for non-ring endpoints

@@ -114,6 +114,14 @@ unsigned Pipeline::endpoint_receive(std::uint16_t endpoint, Mbuf** out, unsigned
   return queues_->receive(endpoint, out, n);
 }
 
+void Pipeline::set_far_consumer_ns(double ns) { queues_->set_far_consumer_ns(ns); }
+
+bool Pipeline::endpoint_consumer_far(std::uint16_t endpoint) const noexcept {
+  for (std::size_t l = 0; l < plan_.lcores.size(); ++l)
+    if (const ConsumerDistance* d = queues_->distance(endpoint, l); d && d->far()) return true;
+  return false;
+}
+
 void Pipeline::endpoint_release(std::uint16_t endpoint, Mbuf* const* bufs, unsigned n) noexcept {
   queues_->release(endpoint, bufs, n);
 }

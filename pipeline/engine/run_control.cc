@@ -78,7 +78,10 @@ Status RunControl::start() {
       r.forward_port = ep.forward_port_id;
       r.sockperf = ep.action == EndpointAction::kEcho && ep.echo_format == EchoFormat::kSockperf;
       r.ring = parts_.queues->ring(ep.id, l);
-      if (r.ring) r.wake = parts_.queues->wake(ep.id);
+      if (r.ring) {
+        r.wake = parts_.queues->wake(ep.id);
+        r.consumer = parts_.queues->distance(ep.id, l);
+      }
     }
     for (const Lcore::RxQueue& q : rx)
       if (!q.rx.burst) {

@@ -110,6 +110,17 @@ void Lcore::free_returns(bool idle) noexcept {
   }
 }
 
+void Lcore::publish_rings(bool idle) noexcept {
+  if (++passes_since_follow_ >= kPassesPerFollow) {
+    passes_since_follow_ = 0;
+    dispatcher_->follow_consumers();
+  }
+  if (!dispatcher_->holding()) return;
+  if (++passes_since_publish_ < kPassesPerPublish && !idle) return;
+  passes_since_publish_ = 0;
+  dispatcher_->publish_held();
+}
+
 unsigned Lcore::poll_once() noexcept {
   const ClassifyTable* table = classifier_->acquire(index_);
   unsigned n = poll_queues(table);
@@ -160,8 +171,12 @@ void Lcore::run(const std::atomic<bool>& stop) noexcept {
     classifier_->quiesce(index_);
     for (SendPort* s : sends_) s->drain();
     free_returns(got == 0);
+    publish_rings(got == 0);
     if (got == 0 && sleep_when_idle) nanosleep(&idle, nullptr);
   }
+  // Nothing may stay held back: stop() drains the rings up to their published tails, and passes
+  // run by other threads (try_pass) publish every run.
+  dispatcher_->stop_holding();
   classifier_->reader_offline(index_);
   for (Pool* p : pools_) p->detach_thread();
   t_current_lcore = -1;

@@ -10,6 +10,10 @@
 // rings and are freed every eighth loop pass (and every idle one) into this lcore's pool cache,
 // where the next receive takes them while their header lines are still in this core's cache.
 //
+// Runs queued to a ring endpoint are published with each run, or, when the endpoint's consumer
+// measures itself far from this lcore's core (pipeline/dispatch/consumer_distance.hh), once per
+// kPassesPerPublish busy passes and on every idle pass (docs/consumer-wait.md).
+//
 // Empty polls: by default the loop never sleeps (DPDK-style busy poll: lowest latency, one core
 // at 100%). With LcorePlan::idle_sleep_us > 0, a pass in which no queue returned a packet ends
 // with a sleep of that length (one syscall per idle pass, none while traffic flows).
@@ -115,6 +119,7 @@ class Lcore {
  private:
   unsigned poll_queues(const ClassifyTable* table) noexcept;
   void free_returns(bool idle) noexcept;
+  void publish_rings(bool idle) noexcept;
   template <bool kTimed>
   unsigned poll_queue(const RxQueue& q, const ClassifyTable* table) noexcept;
 
@@ -136,6 +141,15 @@ class Lcore {
   unsigned passes_per_return_look_ = kMaxPassesPerReturnLook;
   unsigned return_lines_per_pass_ = 1;
   unsigned return_take_per_look_ = 2 * kMaxBurst;
+  // Ring endpoints whose consumer is far have their tail published once per kPassesPerPublish
+  // busy passes, and on every idle pass: 8 measured best with the CPUs far apart (4 gave about
+  // 60% of its gain; 16 collapsed, before the pool had its recent ring). Held-back packets
+  // wait up to that many passes, a few microseconds under full load. The consumers' verdicts
+  // are read once per kPassesPerFollow passes; they change once per window of samples at most.
+  static constexpr unsigned kPassesPerPublish = 8;
+  static constexpr unsigned kPassesPerFollow = 64;
+  unsigned passes_since_publish_ = 0;
+  unsigned passes_since_follow_ = 0;
   std::unique_ptr<StageLatency> latency_;  // null: stage timing off
   // try_pass: who may run a pass now. Its own line: waiting threads hammer it.
   static constexpr int kPassFree = 0, kPassBusy = 1, kPassClosed = 2;

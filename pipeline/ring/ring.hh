@@ -65,6 +65,26 @@ class Ring {
   [[nodiscard]] bool enqueue_bulk(const T* objs, unsigned n) noexcept { return enqueue<true>(objs, n) == n; }
   [[nodiscard]] bool enqueue(const T& obj) noexcept { return enqueue<true>(&obj, 1) == 1; }
 
+  // Single producer, batched publication: claims and fills slots as enqueue_burst does but leaves
+  // the tail where it was, so the consumer sees none of them until publish(). A producer whose
+  // consumer sits on a distant core publishes once per several bursts: each publication moves
+  // the tail's line to that core and back, and a burst's worth of packets does not pay for it.
+  [[nodiscard]] unsigned enqueue_burst_unpublished(const T* objs, unsigned n) noexcept {
+    static_assert(kProd == Sync::kSingle, "only the single producer may hold back its tail");
+    return enqueue<false, false>(objs, n);
+  }
+  // Single producer: makes every element enqueued so far visible to the consumer. Returns whether
+  // any was not yet (the tail moved).
+  bool publish() noexcept {
+    static_assert(kProd == Sync::kSingle, "only the single producer may hold back its tail");
+    const std::uint32_t head = prod_.head.load(std::memory_order_relaxed);
+    // Relaxed: this thread is the tail's only writer, so the load reads its own last store.
+    if (prod_.tail.load(std::memory_order_relaxed) == head) return false;
+    // R1, as in enqueue.
+    prod_.tail.store(head, std::memory_order_release);
+    return true;
+  }
+
   [[nodiscard]] unsigned dequeue_burst(T* objs, unsigned n) noexcept { return dequeue<false>(objs, n); }
   [[nodiscard]] bool dequeue_bulk(T* objs, unsigned n) noexcept { return dequeue<true>(objs, n) == n; }
   [[nodiscard]] bool dequeue(T& obj) noexcept { return dequeue<true>(&obj, 1) == 1; }
@@ -138,7 +158,7 @@ class Ring {
       : mask_(capacity - 1),
         slots_(static_cast<T*>(::operator new[](sizeof(T) * capacity, std::align_val_t{kCacheLine}))) {}
 
-  template <bool kAll>
+  template <bool kAll, bool kPublish = true>
   unsigned enqueue(const T* objs, unsigned n) noexcept {
     std::uint32_t head;
     if constexpr (kProd == Sync::kSingle) {
@@ -184,7 +204,7 @@ class Ring {
       wait_for_turn(prod_.tail, head);
     }
     // R1: pairs with A2 (consumer's acquire of prod_.tail): the slot writes above become visible.
-    prod_.tail.store(head + n, std::memory_order_release);
+    if constexpr (kPublish) prod_.tail.store(head + n, std::memory_order_release);
     return n;
   }
 

@@ -2,9 +2,12 @@
 // ring full, verdicts.
 #include "pipeline/dispatch/dispatch.hh"
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "pipeline/classify/table.hh"
+#include "pipeline/dispatch/consumer_distance.hh"
 #include "pipeline/parse/parse.hh"
 #include "tests/support/test_port.hh"
 #include "pipeline/port/driver.hh"
@@ -39,6 +42,7 @@ class DispatchTest : public ::testing::Test {
     counters_ = std::make_unique<LcoreCounters>(kEndpoints, 2);
     std::vector<Dispatcher::Route> routes(kEndpoints);
     routes[kEpRing] = {EndpointAction::kRing, 0, ring_.get()};
+    routes[kEpRing].consumer = &consumer_;
     routes[kEpSink] = {EndpointAction::kSink, 0, nullptr};
     routes[kEpEcho] = {EndpointAction::kEcho, 0, nullptr};
     routes[kEpForward] = {EndpointAction::kForward, 1, nullptr};
@@ -78,8 +82,15 @@ class DispatchTest : public ::testing::Test {
     return s;
   }
 
+  // One window of the ring consumer's timed loads, all slower than the far threshold or not.
+  void consumer_window(bool far) {
+    consumer_.set_far_cycles(far ? 0 : std::numeric_limits<std::uint64_t>::max());
+    for (unsigned i = 0; i < ConsumerDistance::kSamplesPerVerdict; ++i) consumer_.sample(1000);
+  }
+
   std::unique_ptr<Pool> pool_;
   std::unique_ptr<EndpointRing> ring_;
+  ConsumerDistance consumer_;
   std::vector<std::unique_ptr<testing::TestPort>> ports_;
   std::unique_ptr<LcoreCounters> counters_;
   std::unique_ptr<Dispatcher> dispatcher_;
@@ -109,6 +120,76 @@ TEST_F(DispatchTest, MixedBurstReachesEveryDestinationWithExactCounts) {
   for (int k = 0; k < 3; ++k) EXPECT_EQ(wire::load_be16(out[k]->data() + out[k]->l4_off), 4 * k);
   mbuf_free_bulk(out, 3);
   EXPECT_EQ(pool_->in_use(), 0u);
+}
+
+// Runs for a far consumer are published when the lcore says (once per few passes), not as they
+// are queued; they are counted as delivered at once, and none stays held back once the consumer
+// comes near or the lcore stops.
+TEST_F(DispatchTest, RunsToAFarConsumerWaitForTheLcoresPublication) {
+  auto frames = [&](int n) {
+    std::vector<std::pair<Frame, std::uint16_t>> spec;
+    for (int i = 0; i < n; ++i) spec.push_back({udp_frame("10.0.0.1", static_cast<std::uint16_t>(i), "10.0.0.2", 2000), kEpRing});
+    return burst(spec);
+  };
+  Mbuf* out[8];
+  dispatcher_->follow_consumers();
+  EXPECT_FALSE(dispatcher_->holding()) << "no verdict yet: near";
+  consumer_window(true);
+  EXPECT_FALSE(dispatcher_->holding()) << "the verdict counts from the lcore's next look at it";
+  dispatcher_->follow_consumers();
+  EXPECT_TRUE(dispatcher_->holding());
+
+  auto first = frames(3);
+  run(first);
+  EXPECT_EQ(counters_->delivered_per_endpoint[kEpRing].load(), 3u);
+  EXPECT_EQ(ring_->dequeue_burst(out, 8), 0u) << "held back until the lcore publishes";
+  dispatcher_->publish_held();
+  ASSERT_EQ(ring_->dequeue_burst(out, 8), 3u);
+  mbuf_free_bulk(out, 3);
+
+  auto second = frames(2);
+  run(second);
+  EXPECT_EQ(ring_->dequeue_burst(out, 8), 0u);
+  consumer_window(false);
+  dispatcher_->follow_consumers();
+  EXPECT_FALSE(dispatcher_->holding());
+  ASSERT_EQ(ring_->dequeue_burst(out, 8), 2u) << "a consumer that comes near gets what was held";
+  mbuf_free_bulk(out, 2);
+  auto third = frames(1);
+  run(third);
+  ASSERT_EQ(ring_->dequeue_burst(out, 8), 1u) << "near: published as queued";
+  mbuf_free_bulk(out, 1);
+
+  consumer_window(true);
+  dispatcher_->follow_consumers();
+  auto fourth = frames(4);
+  run(fourth);
+  EXPECT_EQ(ring_->dequeue_burst(out, 8), 0u);
+  dispatcher_->stop_holding();
+  EXPECT_FALSE(dispatcher_->holding());
+  ASSERT_EQ(ring_->dequeue_burst(out, 8), 4u) << "the lcore's stop publishes what was held";
+  mbuf_free_bulk(out, 4);
+  EXPECT_EQ(counters_->delivered.load(), 10u);
+  EXPECT_EQ(all_drops(), 0u);
+  EXPECT_EQ(pool_->in_use(), 0u);
+}
+
+// Each window of samples decides alone, on its fastest load: one uncontended crossing under the
+// threshold makes the window near, however slow the others were.
+TEST(ConsumerDistance, TheFastestLoadOfEachWindowDecides) {
+  constexpr unsigned k = ConsumerDistance::kSamplesPerVerdict;
+  ConsumerDistance d;
+  d.set_far_cycles(100);
+  EXPECT_FALSE(d.far());
+  for (unsigned i = 0; i + 1 < k; ++i) d.sample(500);
+  EXPECT_FALSE(d.far()) << "no verdict before a whole window";
+  d.sample(500);
+  EXPECT_TRUE(d.far());
+  for (unsigned i = 0; i + 1 < k; ++i) d.sample(500);
+  d.sample(99);
+  EXPECT_FALSE(d.far());
+  for (unsigned i = 0; i < k; ++i) d.sample(100);
+  EXPECT_TRUE(d.far()) << "the threshold itself is far";
 }
 
 TEST_F(DispatchTest, BurstToOneEndpointKeepsItsOrderAndAnEmptyBurstDoesNothing) {

@@ -326,6 +326,47 @@ TEST(Pipeline, ReleasedPacketsGoBackThroughTheirLcoresAndEveryBufferReturns) {
   EXPECT_TRUE(a.balanced());
 }
 
+// A consumer that counts as far (here: every consumer, by a zero threshold) gets its lcore's runs
+// once per few passes instead of with each; every packet still arrives, and what the lcore held
+// back when stop() came is published and drained, not lost.
+TEST(Pipeline, AFarConsumerGetsEveryPacketAndStopLosesNoneHeldBack) {
+  std::vector<Frame> frames;
+  for (int i = 0; i < 64; ++i) frames.push_back(udp_frame("10.0.0.7", static_cast<std::uint16_t>(i), "10.0.0.1", 5000));
+  TestPortConfig cfg;
+  cfg.rx_frames = {frames};
+  cfg.repeat = 0;  // forever: the lcore is busy, holding back runs, when stop() comes
+  PlanBuilder b;
+  b.port("p0", cfg).endpoint("feed", EndpointAction::kRing, {"udp dst 10.0.0.1:5000"}).lcore({{0, 0}});
+  b.plan.endpoints[0].ring_size = 8192;
+  b.plan.pools[0].config.count = 16384;
+  auto p = std::move(Pipeline::create(b.plan)).value();
+  p->set_far_consumer_ns(0);
+  ASSERT_TRUE(p->start());
+  std::uint64_t consumed = 0;
+  bool far = false;
+  std::uint64_t consumed_when_far = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  // Past the verdict, long enough for the lcore to follow it (64 passes) and hold many runs.
+  while ((!far || consumed < consumed_when_far + 100000) && std::chrono::steady_clock::now() < deadline) {
+    Mbuf* out[256];
+    const unsigned n = p->endpoint_receive(0, out, 256);
+    p->endpoint_release(0, out, n);
+    consumed += n;
+    if (!far && p->endpoint_consumer_far(0)) {
+      far = true;
+      consumed_when_far = consumed;
+    }
+  }
+  ASSERT_TRUE(far) << "the consumer's timed looks never made a verdict";
+  ASSERT_TRUE(p->stop());
+  const Accounting a = p->accounting();
+  EXPECT_GE(consumed, consumed_when_far + 100000);
+  EXPECT_EQ(consumed + a.drained, a.delivered_per_endpoint[0]) << "held-back packets were lost at stop";
+  EXPECT_EQ(a.pools[0].outstanding, 0u);
+  EXPECT_TRUE(a.balanced());
+  EXPECT_FALSE(p->endpoint_consumer_far(1)) << "not a ring endpoint";
+}
+
 TEST(Pipeline, ReleasesAfterStopOrForOtherEndpointsFreeDirectly) {
   std::vector<Frame> q0;
   for (int i = 0; i < 30; ++i) q0.push_back(udp_frame("10.0.0.7", static_cast<std::uint16_t>(i), "10.0.0.1", 5000));

@@ -110,6 +110,31 @@ TEST(Ring, ConsumeInPlaceHandsSpansInOrderAcrossTheWrap) {
   EXPECT_EQ(ring->consume_in_place(0, [](const std::uint32_t*, unsigned) { FAIL() << "nothing was asked"; }), 0u);
 }
 
+// A producer that holds back its tail (for a consumer on a distant core) fills slots the consumer
+// cannot see until it publishes; the free space still counts them.
+TEST(Ring, UnpublishedElementsStayInvisibleUntilPublished) {
+  auto ring = std::move(SpscRing<std::uint32_t>::create(8)).value();
+  const std::uint32_t in[6] = {1, 2, 3, 4, 5, 6};
+  EXPECT_FALSE(ring->publish()) << "nothing to publish";
+  ASSERT_EQ(ring->enqueue_burst_unpublished(in, 3), 3u);
+  std::uint32_t out[8];
+  EXPECT_EQ(ring->size(), 0u);
+  EXPECT_EQ(ring->look_readable(), 0u);
+  EXPECT_EQ(ring->dequeue_burst(out, 8), 0u);
+  ASSERT_EQ(ring->enqueue_burst_unpublished(in + 3, 3), 3u);
+  EXPECT_EQ(ring->enqueue_burst(in, 6), 2u) << "held-back slots are taken: only 2 of 8 are left";
+  EXPECT_EQ(ring->size(), 8u) << "a publishing enqueue publishes what was held back before it";
+  ASSERT_EQ(ring->enqueue_burst_unpublished(in, 1), 0u);
+  ASSERT_EQ(ring->dequeue_burst(out, 3), 3u);
+  ASSERT_EQ(ring->enqueue_burst_unpublished(in, 2), 2u);
+  EXPECT_EQ(ring->size(), 5u);
+  EXPECT_TRUE(ring->publish());
+  EXPECT_FALSE(ring->publish()) << "published already";
+  ASSERT_EQ(ring->dequeue_burst(out, 8), 7u);
+  const std::uint32_t expect[7] = {4, 5, 6, 1, 2, 1, 2};
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(out[i], expect[i]) << i;
+}
+
 template <typename RingT>
 void run_producers_consumers(unsigned producers, unsigned consumers) {
   constexpr std::uint64_t kPerProducer = 200000;
