@@ -558,7 +558,10 @@ TEST(MetricsServer, ScrapesAndStatReadsStaySafeAcrossStop) {
     while (!done.load(std::memory_order_acquire)) {
       const bool after = stopped.load(std::memory_order_acquire);
       auto doc = reader->read();
-      ASSERT_TRUE(doc) << doc.message();
+      // read() gives up, saying so, when a publisher is preempted in the middle of a write for
+      // longer than its retries last (seen under ASan with both CPUs busy); the next read
+      // succeeds. A reader that never does leaves reads_after_stop short, checked below.
+      if (!doc) continue;
       if (doc->empty()) continue;
       ASSERT_FALSE(nlohmann::json::parse(*doc, nullptr, false).is_discarded()) << doc->substr(0, 200);
       reads.fetch_add(1, std::memory_order_relaxed);
