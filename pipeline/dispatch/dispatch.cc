@@ -85,6 +85,9 @@ void Dispatcher::deliver_run(std::uint16_t d, Mbuf** run, unsigned k, Mbuf** to_
       fail = DropReason::kEndpointRingFull;
       if (r.held) {
         done = r.ring->enqueue_burst_unpublished(run, k);
+        // Never more than half the ring held back: a small ring would otherwise fill with
+        // packets its consumer cannot see yet, and drop the next ones as endpoint_ring_full.
+        if (r.ring->unpublished() >= r.ring->capacity() / 2) publish(r);
       } else {
         done = r.ring->enqueue_burst(run, k);
         if (r.wake && done) r.wake->after_enqueue();

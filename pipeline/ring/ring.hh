@@ -73,6 +73,12 @@ class Ring {
     static_assert(kProd == Sync::kSingle, "only the single producer may hold back its tail");
     return enqueue<false, false>(objs, n);
   }
+  // Single producer: elements enqueued and not yet published.
+  std::uint32_t unpublished() const noexcept {
+    static_assert(kProd == Sync::kSingle, "only the single producer may hold back its tail");
+    // Relaxed: both are this thread's own stores.
+    return prod_.head.load(std::memory_order_relaxed) - prod_.tail.load(std::memory_order_relaxed);
+  }
   // Single producer: makes every element enqueued so far visible to the consumer. Returns whether
   // any was not yet (the tail moved).
   bool publish() noexcept {

@@ -122,13 +122,16 @@ TEST(Ring, UnpublishedElementsStayInvisibleUntilPublished) {
   EXPECT_EQ(ring->look_readable(), 0u);
   EXPECT_EQ(ring->dequeue_burst(out, 8), 0u);
   ASSERT_EQ(ring->enqueue_burst_unpublished(in + 3, 3), 3u);
+  EXPECT_EQ(ring->unpublished(), 6u);
   EXPECT_EQ(ring->enqueue_burst(in, 6), 2u) << "held-back slots are taken: only 2 of 8 are left";
   EXPECT_EQ(ring->size(), 8u) << "a publishing enqueue publishes what was held back before it";
   ASSERT_EQ(ring->enqueue_burst_unpublished(in, 1), 0u);
   ASSERT_EQ(ring->dequeue_burst(out, 3), 3u);
   ASSERT_EQ(ring->enqueue_burst_unpublished(in, 2), 2u);
   EXPECT_EQ(ring->size(), 5u);
+  EXPECT_EQ(ring->unpublished(), 2u);
   EXPECT_TRUE(ring->publish());
+  EXPECT_EQ(ring->unpublished(), 0u);
   EXPECT_FALSE(ring->publish()) << "published already";
   ASSERT_EQ(ring->dequeue_burst(out, 8), 7u);
   const std::uint32_t expect[7] = {4, 5, 6, 1, 2, 1, 2};
