@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -25,6 +26,10 @@ namespace rawpipe::ops {
 inline constexpr std::uint64_t kShmStatsMagic = 0x5241575053544154ull;  // "RAWPSTAT"
 inline constexpr std::uint32_t kShmStatsVersion = 1;
 inline constexpr std::size_t kShmStatsCapacity = 4u << 20;  // document bytes; tmpfs backs only pages written
+// How long ShmStatsReader::read() waits for a publish in progress to end. The publisher writes
+// once per stats interval and a publish takes microseconds; a second covers any preemption a
+// running writer meets, and a reader of a dead one learns it within that time.
+inline constexpr std::chrono::milliseconds kShmStatsReadPatience{1000};
 
 struct ShmStatsHeader {
   std::uint64_t magic;
@@ -90,9 +95,12 @@ class RAWPIPE_API ShmStatsReader {
   ShmStatsReader& operator=(ShmStatsReader&& o) noexcept;
   ~ShmStatsReader();
 
-  // A consistent copy of the latest document (empty before the first publish). Fails only when the
-  // writer keeps publishing faster than the copy completes for a long time.
-  Result<std::string> read() const;
+  // A consistent copy of the latest document (empty before the first publish). Waits, without
+  // spinning, while the writer is in the middle of a publish (it may be preempted there), and fails
+  // with a message once `patience` has passed: the writer is stopped, starved or dead mid-publish,
+  // or publishes faster than the copy completes.
+  Result<std::string> read() const;  // patience kShmStatsReadPatience
+  Result<std::string> read(std::chrono::milliseconds patience) const;
   std::uint32_t pid() const noexcept { return header_ ? header_->pid : 0; }
   std::string name() const;
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <charconv>
 #include <filesystem>
 #include <cerrno>
@@ -248,26 +249,54 @@ std::string ShmStatsReader::name() const {
   return std::string(header_->name, strnlen(header_->name, sizeof header_->name));
 }
 
-Result<std::string> ShmStatsReader::read() const {
+Result<std::string> ShmStatsReader::read() const { return read(kShmStatsReadPatience); }
+
+Result<std::string> ShmStatsReader::read(std::chrono::milliseconds patience) const {
+  // A publish takes microseconds, but the writer can be preempted in the middle of one for as long
+  // as its CPU is given to something else (milliseconds on a loaded or virtual machine). The reader
+  // yields a few times, then sleeps in growing steps, so a long wait costs it no CPU, and gives up
+  // only when the patience is spent.
+  constexpr int kYieldsBeforeSleeping = 64;
+  constexpr auto kFirstSleep = std::chrono::microseconds(50);
+  constexpr auto kLongestSleep = std::chrono::milliseconds(5);
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  auto sleep = std::chrono::microseconds(kFirstSleep);
   std::string out;
-  for (int attempt = 0; attempt < 10000; ++attempt) {
+  bool saw_a_publish_in_progress = false;
+  for (int attempt = 0;; ++attempt) {
     const std::uint64_t s1 = header_->seq.load(std::memory_order_acquire);
-    if (s1 & 1) {
+    if (!(s1 & 1)) {
+      const std::size_t n = std::min<std::uint64_t>(header_->length.load(std::memory_order_relaxed), kShmStatsCapacity);
+      out.resize(n);
+      const auto* w = words(header_);
+      for (std::size_t i = 0; i < n; i += 8) {
+        const std::uint64_t v = w[i / 8].load(std::memory_order_relaxed);
+        std::memcpy(out.data() + i, &v, std::min<std::size_t>(8, n - i));
+      }
+      // Pairs with the writer's release fence after it made seq odd.
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (header_->seq.load(std::memory_order_relaxed) == s1) return out;
+      saw_a_publish_in_progress = false;
+    } else {
+      saw_a_publish_in_progress = true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    if (attempt < kYieldsBeforeSleeping) {
       std::this_thread::yield();
-      continue;
+    } else {
+      std::this_thread::sleep_for(sleep);
+      sleep = std::min<std::chrono::microseconds>(sleep * 2, kLongestSleep);
     }
-    const std::size_t n = std::min<std::uint64_t>(header_->length.load(std::memory_order_relaxed), kShmStatsCapacity);
-    out.resize(n);
-    const auto* w = words(header_);
-    for (std::size_t i = 0; i < n; i += 8) {
-      const std::uint64_t v = w[i / 8].load(std::memory_order_relaxed);
-      std::memcpy(out.data() + i, &v, std::min<std::size_t>(8, n - i));
-    }
-    // Pairs with the writer's release fence after it made seq odd.
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (header_->seq.load(std::memory_order_relaxed) == s1) return out;
   }
-  return Status::error("the stats segment kept changing while being read; try again");
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(patience).count();
+  if (!saw_a_publish_in_progress)
+    return Status::errorf("the stats segment changed during every copy for {} ms; try again", waited);
+  if (!pid_alive(static_cast<int>(header_->pid)))
+    return Status::errorf("the stats segment's writer (pid {}) died in the middle of a publish; the segment is stale",
+                          header_->pid);
+  return Status::errorf("the stats segment's writer (pid {}) has been in the middle of a publish for {} ms: "
+                        "it is stopped or starved of CPU; try again",
+                        header_->pid, waited);
 }
 
 }  // namespace rawpipe::ops

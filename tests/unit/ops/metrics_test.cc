@@ -559,8 +559,8 @@ TEST(MetricsServer, ScrapesAndStatReadsStaySafeAcrossStop) {
       const bool after = stopped.load(std::memory_order_acquire);
       auto doc = reader->read();
       // read() gives up, saying so, when a publisher is preempted in the middle of a write for
-      // longer than its retries last (seen under ASan with both CPUs busy); the next read
-      // succeeds. A reader that never does leaves reads_after_stop short, checked below.
+      // longer than its patience; the next read succeeds. A reader that never does leaves
+      // reads_after_stop short, checked below.
       if (!doc) continue;
       if (doc->empty()) continue;
       ASSERT_FALSE(nlohmann::json::parse(*doc, nullptr, false).is_discarded()) << doc->substr(0, 200);

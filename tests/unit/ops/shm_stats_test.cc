@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <cstring>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "rawpipe/config.hh"
@@ -86,6 +88,115 @@ TEST(ShmStats, SegmentIsPrivateAndTornReadsAreRejected) {
   const std::string path = w->path();
   *w = ShmStatsWriter();
   EXPECT_NE(::access(path.c_str(), F_OK), 0) << "the segment is removed with its writer";
+}
+
+// The writer's side of the seqlock, held from outside as a preempted publisher would hold it.
+class PublishInProgress {
+ public:
+  explicit PublishInProgress(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDWR);
+    EXPECT_GE(fd, 0) << path;
+    void* p = ::mmap(nullptr, sizeof(ShmStatsHeader), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    EXPECT_NE(p, MAP_FAILED);
+    header_ = static_cast<ShmStatsHeader*>(p);
+    header_->seq.fetch_add(1);  // odd: a publish has begun
+  }
+  void end() {
+    if (header_) header_->seq.fetch_add(1);
+    if (header_) ::munmap(header_, sizeof(ShmStatsHeader));
+    header_ = nullptr;
+  }
+  ~PublishInProgress() { end(); }
+
+ private:
+  ShmStatsHeader* header_ = nullptr;
+};
+
+// A segment with one document published, and a reader of it.
+struct PublishedSegment {
+  explicit PublishedSegment(const char* name, std::string_view document) {
+    auto created = ShmStatsWriter::create(name);
+    EXPECT_TRUE(created) << created.message();
+    if (created) writer = std::move(*created);
+    EXPECT_TRUE(writer.publish(document));
+    auto opened = ShmStatsReader::open(name);
+    EXPECT_TRUE(opened) << opened.message();
+    if (opened) reader = std::move(*opened);
+  }
+  ShmStatsWriter writer;
+  ShmStatsReader reader;
+};
+
+TEST(ShmStats, ReaderWaitsOutAWriterPreemptedMidPublish) {
+  PublishedSegment seg("ops-test-preempted", "{\"n\":1}");
+  ASSERT_FALSE(::testing::Test::HasFailure());
+
+  // The writer is off its CPU for 300 ms in the middle of a publish; the reader gets the document
+  // once it resumes, and does not burn its own CPU meanwhile.
+  PublishInProgress stalled(seg.writer.path());
+  std::thread resume([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stalled.end();
+  });
+  const std::clock_t cpu_before = std::clock();
+  auto text = seg.reader.read();
+  const double cpu_ms = 1000.0 * double(std::clock() - cpu_before) / CLOCKS_PER_SEC;
+  resume.join();
+  ASSERT_TRUE(text) << text.message();
+  EXPECT_EQ(*text, "{\"n\":1}");
+  EXPECT_LT(cpu_ms, 150) << "the reader spun while it waited";
+}
+
+TEST(ShmStats, ReaderOfAWriterStuckMidPublishGivesUpSayingWhy) {
+  PublishedSegment seg("ops-test-stuck", "{}");
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  PublishInProgress stuck(seg.writer.path());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto text = seg.reader.read(std::chrono::milliseconds(200));
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(text);
+  EXPECT_NE(text.message().find("in the middle of a publish for 200 ms"), std::string::npos) << text.message();
+  EXPECT_NE(text.message().find(std::to_string(getpid())), std::string::npos) << text.message();
+  EXPECT_GE(waited, std::chrono::milliseconds(200));
+  EXPECT_LT(waited, std::chrono::seconds(5));
+  stuck.end();
+  auto after = seg.reader.read();
+  ASSERT_TRUE(after) << after.message();
+  EXPECT_EQ(*after, "{}");
+}
+
+TEST(ShmStats, ReaderOfAWriterKilledMidPublishSaysTheSegmentIsStale) {
+  int to_parent[2], to_child[2];
+  ASSERT_EQ(::pipe(to_parent), 0);
+  ASSERT_EQ(::pipe(to_child), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto w = ShmStatsWriter::create("ops-test-killed");
+    char c = w && w->publish("{}") ? 'y' : 'n';
+    (void)!::write(to_parent[1], &c, 1);
+    (void)!::read(to_child[0], &c, 1);
+    { PublishInProgress dies_here(w->path()); _exit(0); }  // no destructor runs: as SIGKILL leaves it
+  }
+  char ready = 0;
+  ASSERT_EQ(::read(to_parent[0], &ready, 1), 1);
+  ASSERT_EQ(ready, 'y');
+  auto r = ShmStatsReader::open("ops-test-killed");
+  ASSERT_TRUE(r) << r.message();
+  (void)!::write(to_child[1], &ready, 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  for (int fd : {to_parent[0], to_parent[1], to_child[0], to_child[1]}) ::close(fd);
+
+  auto text = r->read(std::chrono::milliseconds(100));
+  ASSERT_FALSE(text);
+  EXPECT_NE(text.message().find(fmt::format("writer (pid {}) died in the middle of a publish", child)),
+            std::string::npos)
+      << text.message();
+  // Only this test's leftovers: other test programs may hold stale segments on purpose.
+  EXPECT_EQ(::unlink(shm_stats_path(child).c_str()), 0);
+  EXPECT_EQ(::unlink(shm_stats_name_link("ops-test-killed").c_str()), 0);
 }
 
 TEST(ShmStats, RunningPipelineMatchesFinalAccounting) {
