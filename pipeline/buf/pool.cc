@@ -210,26 +210,29 @@ void Pool::give_free(Mbuf* const* bufs, unsigned n) noexcept {
   if (recent != n && !free_->enqueue_bulk(bufs + recent, n - recent)) std::abort();
 }
 
+std::uint32_t Pool::refill(PoolCache* c, std::uint32_t len, unsigned n) noexcept {
+  const unsigned want = c->size + n - len;
+  const unsigned recent = recent_->dequeue_burst(&c->objs[len], want);
+  unsigned got = recent;
+  if (recent < want) {
+    got += free_->dequeue_burst(&c->objs[len + recent], want - recent);
+    // The cache hands out its top first: the recent slots go above the shared list's.
+    std::rotate(&c->objs[len], &c->objs[len + recent], &c->objs[len + got]);
+  }
+  len += got;
+  if (len < n) c->len.store(len, std::memory_order_relaxed);
+  return len;
+}
+
 bool Pool::alloc_bulk(Mbuf** out, unsigned n) noexcept {
   PoolCache* c = thread_cache();
   if (c == nullptr || n > c->size) {
     if (!take_free_bulk(out, n)) return false;
   } else {
     std::uint32_t len = c->len.load(std::memory_order_relaxed);
-    if (len < n) {
-      const unsigned want = c->size + n - len;
-      const unsigned recent = recent_->dequeue_burst(&c->objs[len], want);
-      unsigned got = recent;
-      if (recent < want) {
-        got += free_->dequeue_burst(&c->objs[len + recent], want - recent);
-        // The cache hands out its top first: the recent slots go above the shared list's.
-        std::rotate(&c->objs[len], &c->objs[len + recent], &c->objs[len + got]);
-      }
-      len += got;
-      if (len < n) {
-        c->len.store(len, std::memory_order_relaxed);
-        return false;
-      }
+    if (len < n) [[unlikely]] {
+      len = refill(c, len, n);
+      if (len < n) return false;
     }
     // The top n in one block copy; which of them comes first in the burst does not matter.
     len -= n;

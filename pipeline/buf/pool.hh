@@ -118,6 +118,9 @@ class Pool {
  private:
   Pool() = default;
   PoolCache* thread_cache() const noexcept;
+  // Slow path of alloc_bulk: tops the cache up from the free lists, out of line so the fast path
+  // stays short. Returns the cache's new length; when below n, it is stored and nothing is taken.
+  [[gnu::noinline, gnu::cold]] std::uint32_t refill(PoolCache* c, std::uint32_t len, unsigned n) noexcept;
   // Exactly n free slots, recent ones first, or none.
   bool take_free_bulk(Mbuf** out, unsigned n) noexcept;
   // Frees slots: into the recent ring as far as it has room, the rest to the shared list.

@@ -87,6 +87,7 @@ class Dispatcher {
   // its consumer comes near); stop_holding() publishes everything and holds nothing more.
   void follow_consumers() noexcept;
   bool holding() const noexcept { return held_routes_ != 0; }
+  bool has_ring_routes() const noexcept { return !ring_routes_.empty(); }
   void publish_held() noexcept;
   void stop_holding() noexcept;
 

@@ -162,6 +162,9 @@ void Lcore::run(const std::atomic<bool>& stop) noexcept {
   for (Pool* p : pools_) p->attach_thread();
   classifier_->reader_online(index_);
   const bool sleep_when_idle = plan_.idle_sleep_us != 0;
+  // Decided once: the routes are fixed for the dispatcher's life, and an lcore without a ring
+  // endpoint has nothing to publish, so its passes skip that bookkeeping altogether.
+  const bool has_ring_routes = dispatcher_->has_ring_routes();
   const timespec idle{static_cast<time_t>(plan_.idle_sleep_us / 1000000),
                       static_cast<long>(plan_.idle_sleep_us % 1000000) * 1000};
   // Relaxed: the flag only ends the loop; thread join orders everything that follows.
@@ -171,7 +174,7 @@ void Lcore::run(const std::atomic<bool>& stop) noexcept {
     classifier_->quiesce(index_);
     for (SendPort* s : sends_) s->drain();
     free_returns(got == 0);
-    publish_rings(got == 0);
+    if (has_ring_routes) publish_rings(got == 0);
     if (got == 0 && sleep_when_idle) nanosleep(&idle, nullptr);
   }
   // Nothing may stay held back: stop() drains the rings up to their published tails, and passes
