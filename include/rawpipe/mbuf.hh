@@ -120,6 +120,7 @@ inline void mbuf_ref(Mbuf* m, std::uint16_t n = 1) noexcept {
 
 // Drops one holder of each buffer; buffers whose count reaches zero return to their pool (through
 // the calling thread's cache if it has one). Safe from any thread, for buffers of any pools.
+// Null entries are skipped, as rte_pktmbuf_free_bulk skips them.
 RAWPIPE_API void mbuf_free_bulk(Mbuf* const* bufs, unsigned n) noexcept;
 inline void mbuf_free(Mbuf* m) noexcept { mbuf_free_bulk(&m, 1); }
 

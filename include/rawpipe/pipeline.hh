@@ -196,7 +196,10 @@ class RAWPIPE_API Pipeline {
   Accounting accounting() const;
 
   // Zero-copy receive for the consumer of a kRing endpoint: moves up to n packets into out and
-  // returns how many; the caller owns them and frees them with mbuf_free_bulk (from any thread).
+  // returns how many; the caller owns them and frees them with endpoint_release or mbuf_free_bulk
+  // (from any thread). Until released they are on loan from the lcore's ring and take its slots;
+  // once a quarter of a ring is on loan, the next receive makes them the caller's own and frees
+  // their slots, so a caller that holds packets or frees them directly never fills the ring.
   // One consumer thread per endpoint at a time. Returns 0 for endpoints without rings.
   unsigned endpoint_receive(std::uint16_t endpoint, Mbuf** out, unsigned n) noexcept;
   // Packets queued to a ring endpoint and not yet received (VMA's socket_ready_queue_pkt_count);
@@ -206,10 +209,12 @@ class RAWPIPE_API Pipeline {
   // for other endpoints. Lives as long as the pipeline.
   EndpointWake* endpoint_wake(std::uint16_t endpoint) const noexcept;
   // Frees packets the caller got from endpoint_receive(endpoint, ...) and no longer needs, like
-  // VMA's free_packets returning buffers to their ring: the pointers go back to the lcore that
-  // queued them, on a return ring per (endpoint, lcore), and that lcore frees them between its
-  // polls. The consumer then never touches a buffer's header, so the line stays in the cache of
-  // the core that rewrites it on the next receive, instead of crossing cores twice per packet.
+  // VMA's free_packets returning buffers to their ring: the buffers go back to the lcore that
+  // queued them, which frees them between its polls. Packets released in the order they were
+  // received go back in the ring's own slots (the consumer writes only its tail, the lcore reads
+  // slots it wrote); any other order goes on a return ring per (endpoint, lcore). The consumer
+  // never touches a buffer's header, so the line stays in the cache of the core that rewrites it
+  // on the next receive, instead of crossing cores twice per packet.
   // Same effect as mbuf_free_bulk (reference counts are honoured, the buffers may belong to any
   // pool); it falls back to it when the return ring is full, when another consumer of the
   // endpoint holds it, and once the pipeline has stopped, and always frees at once in builds with

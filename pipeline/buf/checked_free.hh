@@ -10,7 +10,7 @@
 //     its pool (the line is already in the cache: the count was just read), alloc sets 1. An
 //     application drop is a compare-and-swap on it, so two threads freeing the same buffer cannot
 //     both succeed. Dropping the last reference stores kRefReleased instead of 0: the buffer may
-//     still travel back through an lcore's return ring (Pipeline::endpoint_release), and a
+//     still travel back to its lcore (Pipeline::endpoint_release), and a
 //     second free meanwhile must already be refused; mbuf_free_bulk takes a kRefReleased buffer
 //     as its last reference.
 //

@@ -275,6 +275,8 @@ void mbuf_free_bulk(Mbuf* const* bufs, unsigned n) noexcept {
   Pool* batch_pool = nullptr;
   for (unsigned i = 0; i < n; ++i) {
     Mbuf* m = bufs[i];
+    if (m == nullptr) [[unlikely]]
+      continue;
 #if RAWPIPE_MBUF_DEBUG
     if (!audit_detail::check_free(m)) continue;  // foreign or already free: counted and reported
 #endif

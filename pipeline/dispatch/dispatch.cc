@@ -21,6 +21,9 @@ Dispatcher::Dispatcher(std::vector<Route> routes, std::vector<TxQueueHandle> tx,
 }
 
 namespace {
+// Frees given-back packets where they lie in the ring; kept ones are blank and skipped.
+void free_slots(Mbuf* const* bufs, unsigned n) noexcept { mbuf_free_bulk(bufs, n); }
+
 // Makes what a route's ring held back visible, and wakes its consumer if it sleeps.
 void publish(const Dispatcher::Route& r) noexcept {
   if (r.ring->publish() && r.wake) r.wake->after_enqueue();
@@ -41,6 +44,12 @@ void Dispatcher::follow_consumers() noexcept {
 void Dispatcher::publish_held() noexcept {
   for (const std::uint16_t d : ring_routes_)
     if (routes_[d].held) publish(routes_[d]);
+}
+
+unsigned Dispatcher::reclaim_given_back(unsigned max) noexcept {
+  unsigned freed = 0;
+  for (const std::uint16_t d : ring_routes_) freed += routes_[d].ring->reclaim(max, free_slots);
+  return freed;
 }
 
 void Dispatcher::stop_holding() noexcept {
@@ -83,15 +92,20 @@ void Dispatcher::deliver_run(std::uint16_t d, Mbuf** run, unsigned k, Mbuf** to_
     const Route& r = routes_[d];
     if (r.action == EndpointAction::kRing) {
       fail = DropReason::kEndpointRingFull;
-      if (r.held) {
-        done = r.ring->enqueue_burst_unpublished(run, k);
+      auto enqueue = [&](Mbuf** from, unsigned count) noexcept {
+        if (!r.held) return r.ring->enqueue_burst(from, count);
+        const unsigned queued = r.ring->enqueue_burst_unpublished(from, count);
         // Never more than half the ring held back: a small ring would otherwise fill with
         // packets its consumer cannot see yet, and drop the next ones as endpoint_ring_full.
         if (r.ring->unpublished() >= r.ring->capacity() / 2) publish(r);
-      } else {
-        done = r.ring->enqueue_burst(run, k);
-        if (r.wake && done) r.wake->after_enqueue();
-      }
+        return queued;
+      };
+      done = enqueue(run, k);
+      // The ring looks full until the lcore reclaims what the consumer gave back since the
+      // last look (Lcore::free_returns); before dropping, look now.
+      if (done < k && r.ring->reclaim(r.ring->capacity(), free_slots)) [[unlikely]]
+        done += enqueue(run + done, k - done);
+      if (!r.held && r.wake && done) r.wake->after_enqueue();
       r.ring->write_ahead(k);  // the next run to this endpoint is likely as long
     } else {
       // Sink: delivered, then freed here.

@@ -50,7 +50,11 @@ inline void make_verdicts(Mbuf* const* pkts, Verdict* verdicts, unsigned n) noex
   for (unsigned i = 0; i < n; ++i) verdicts[i] = pkts[i]->drop_reason ? Verdict::kDrop : Verdict::kRecv;
 }
 
-using EndpointRing = SpscRing<Mbuf*>;
+// Lcore -> consumer of a ring endpoint: lent, given back in order and freed by the lcore from
+// its own slots (ring.hh).
+using EndpointRing = LendingRing<Mbuf*>;
+// A plain hand-off of buffers between two threads: an endpoint's return ring, a send port's ring.
+using MbufRing = SpscRing<Mbuf*>;
 struct EndpointWake;
 class ConsumerDistance;
 struct LcoreTaps;
@@ -90,6 +94,9 @@ class Dispatcher {
   bool has_ring_routes() const noexcept { return !ring_routes_.empty(); }
   void publish_held() noexcept;
   void stop_holding() noexcept;
+  // Frees up to `max` packets per ring endpoint that the consumer gave back in order
+  // (EndpointRing::give_back), from this lcore's own ring slots. Returns how many slots came free.
+  unsigned reclaim_given_back(unsigned max) noexcept;
 
  private:
   static constexpr std::uint16_t kUnused = 0xffff;

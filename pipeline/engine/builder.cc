@@ -199,7 +199,7 @@ Status build_send_ports(const Plan& plan, PipelineParts& parts) {
     sp->addresses = parts.neigh_tables[pp.id].get();
     if (sp->addresses) sp->cache = std::make_unique<NeighCache>();
     // As deep as the port's tx ring: the lcore empties it once per pass.
-    auto ring = EndpointRing::create(std::bit_ceil(std::max<std::uint32_t>(pp.tx_ring_size, kMaxBurst)));
+    auto ring = MbufRing::create(std::bit_ceil(std::max<std::uint32_t>(pp.tx_ring_size, kMaxBurst)));
     if (!ring) return Status::errorf("{}port '{}': send ring: {}", where(pp.where), pp.name, ring.message());
     sp->ring = std::move(ring).value();
     parts.send_ports.push_back(std::move(sp));

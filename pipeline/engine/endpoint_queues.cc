@@ -28,7 +28,7 @@ Result<std::unique_ptr<EndpointQueues>> EndpointQueues::create(const Plan& plan)
       r->per_lcore.push_back(std::move(ring).value());
       // Twice the ring: a consumer can hold a whole ring's worth while the lcore is still
       // freeing the previous one.
-      auto back = EndpointRing::create(2 * ep.ring_size);
+      auto back = MbufRing::create(2 * ep.ring_size);
       if (!back) return Status::errorf("{}endpoint '{}': {}", where(ep.where), ep.name, back.message());
       r->returns.push_back(std::move(back).value());
       r->distance.push_back(std::make_unique<ConsumerDistance>());
@@ -50,8 +50,8 @@ void EndpointQueues::set_far_consumer_ns(double ns) {
       for (auto& d : r->distance) d->set_far_cycles(cycles);
 }
 
-std::vector<EndpointRing*> EndpointQueues::returns_of(std::size_t lcore) const {
-  std::vector<EndpointRing*> out;
+std::vector<MbufRing*> EndpointQueues::returns_of(std::size_t lcore) const {
+  std::vector<MbufRing*> out;
   for (const auto& r : rings_)
     if (r) out.push_back(r->returns[lcore].get());
   return out;
@@ -63,12 +63,17 @@ void EndpointQueues::drain_at_stop() noexcept {
     if (!r) continue;
     while (!lock_consumer(r->busy)) std::this_thread::yield();
     Mbuf* batch[kMaxBurst];
-    // Counted as delivered when queued; nobody will consume them now.
-    for (auto& ring : r->per_lcore)
+    for (auto& ring : r->per_lcore) {
+      // Given back in order, not yet freed by their lcore, which is gone: the producer's part
+      // is this thread's now.
+      (void)ring->reclaim(ring->capacity(), [](Mbuf* const* bufs, unsigned n) noexcept { mbuf_free_bulk(bufs, n); });
+      // Counted as delivered when queued; nobody will consume them now. What is on loan stays
+      // with the application, which frees it directly once the endpoint is closed.
       while (unsigned n = ring->dequeue_burst(batch, kMaxBurst)) {
         mbuf_free_bulk(batch, n);
         drained += n;
       }
+    }
     // Released by the consumer, not yet freed by their lcore: no longer counted anywhere.
     for (auto& ring : r->returns)
       while (unsigned n = ring->dequeue_burst(batch, kMaxBurst)) mbuf_free_bulk(batch, n);

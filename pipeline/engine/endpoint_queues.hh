@@ -1,7 +1,10 @@
-// The consumer transport of "ring" endpoints: per (endpoint, lcore) an SPSC ring the lcore fills
-// and the consumer drains (endpoint_receive), and a return ring the consumer fills with the
-// packets it is done with (endpoint_release) and the lcore frees between its polls. At stop, what
-// is still queued is drained and freed here.
+// The consumer transport of "ring" endpoints: per (endpoint, lcore) a lending ring the lcore fills
+// and the consumer receives from (endpoint_receive), and a return ring. Packets released in the
+// order they were received (endpoint_release), which is what a receive-process-release loop does,
+// are given back on the lending ring itself: the consumer moves its tail past them and the lcore
+// frees them from the slots it wrote, which are still in its cache. Packets released in any other
+// order go back on the return ring, which the lcore drains between its polls. At stop, what is
+// still queued is drained and freed here.
 //
 // receive() and release() are on the consumer's hot path: defined here so the facade's calls
 // inline them, with no allocation, system call or lock beyond the per-endpoint `busy` flag.
@@ -27,7 +30,7 @@ namespace rawpipe {
 // rings and the only producer of the return rings.
 struct EndpointRings {
   std::vector<std::unique_ptr<EndpointRing>> per_lcore;
-  std::vector<std::unique_ptr<EndpointRing>> returns;  // by lcore: endpoint_release() -> that lcore
+  std::vector<std::unique_ptr<MbufRing>> returns;  // by lcore: out-of-order releases -> that lcore
   // Consumer side. `busy` makes a second consumer (or the drain at stop) back off instead of
   // breaking the single-consumer rule; `next` rotates the first ring read for fairness; `last`
   // is the lcore whose ring gave the latest packets (where their release goes); `closed` is set
@@ -59,7 +62,7 @@ class EndpointQueues {
   // (ConsumerDistance::kFarNs unless a test asks for another).
   void set_far_consumer_ns(double ns);
   // The return rings lcore `lcore` frees from, one per ring endpoint.
-  std::vector<EndpointRing*> returns_of(std::size_t lcore) const;
+  std::vector<MbufRing*> returns_of(std::size_t lcore) const;
   // The wake-up state of a ring endpoint's consumer (pipeline/dispatch/wake.hh); null for other
   // endpoints. Lives as long as the queues.
   EndpointWake* wake(std::uint16_t endpoint) const noexcept {
@@ -93,7 +96,14 @@ class EndpointQueues {
         const std::uint64_t t1 = ConsumerDistance::tsc_after();
         if (fresh > seen) r.distance[idx]->sample(t1 - t0);
       }
-      const unsigned took = ring.dequeue_burst(out + got, n - got);
+      // An application that holds what it received, or frees it without endpoint_release,
+      // gives nothing back: past a quarter of the ring, what it holds becomes its own, so
+      // that the lcore keeps room to queue.
+      if (ring.lent() > ring.capacity() / 4) [[unlikely]]
+        ring.keep_lent();
+      const unsigned took = ring.lend_burst(out + got, n - got);
+      // The ownership auditor must see each free where the application makes it (release()).
+      if constexpr (kMbufAudit) ring.keep_lent();
       if (took) r.last = idx;
       got += took;
     }
@@ -115,8 +125,9 @@ class EndpointQueues {
       EndpointRings& r = *rings_[endpoint];
       if (lock_consumer(r.busy)) {
         if (!r.closed) {
-          queued = r.returns[r.last]->enqueue_burst(bufs, n);
-          r.returns[r.last]->write_ahead(n);
+          queued = give_back(r, bufs, n);
+          if (queued < n) [[unlikely]]
+            queued += return_out_of_order(r, bufs + queued, n - queued);
         }
         unlock_consumer(r.busy);
       }
@@ -138,6 +149,32 @@ class EndpointQueues {
     return !busy.exchange(true, std::memory_order_acquire);
   }
   static void unlock_consumer(std::atomic<bool>& busy) noexcept { busy.store(false, std::memory_order_release); }
+
+  // Gives back the longest prefix of bufs that the rings lent in order, starting with the ring
+  // that lent last; with several lcores a release may run across their rings in turn.
+  static unsigned give_back(EndpointRings& r, Mbuf* const* bufs, unsigned n) noexcept {
+    unsigned done = 0;
+    unsigned idx = r.last;
+    const unsigned rings = static_cast<unsigned>(r.per_lcore.size());
+    while (done < n) {
+      unsigned k = r.per_lcore[idx]->give_back(bufs + done, n - done);
+      for (unsigned i = 0; k == 0 && i < rings; ++i)
+        if (i != idx && (k = r.per_lcore[i]->give_back(bufs + done, n - done))) idx = i;
+      if (k == 0) break;
+      done += k;
+    }
+    return done;
+  }
+
+  // A release out of order: every loan becomes the application's own (what it still holds comes
+  // back this way too, later), and bufs go to the lcore on the return ring. Returns how many.
+  static unsigned return_out_of_order(EndpointRings& r, Mbuf* const* bufs, unsigned n) noexcept {
+    for (auto& ring : r.per_lcore) ring->keep_lent();
+    MbufRing& back = *r.returns[r.last];
+    const unsigned queued = back.enqueue_burst(bufs, n);
+    back.write_ahead(n);
+    return queued;
+  }
 
   // The fences of a timed look cost the consumer tens of cycles: one receive in 16 pays them.
   static constexpr unsigned kReceivesPerDistanceSample = 16;

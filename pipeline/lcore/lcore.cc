@@ -98,10 +98,13 @@ void Lcore::free_returns(bool idle) noexcept {
   // finds is not taken then but read ahead over the following passes, a receive's worth of lines
   // per pass, and taken on the next visit from this core's cache. An idle pass has time to spare
   // and takes everything at once.
-  for (EndpointRing* ring : returns_) ring->read_ahead(return_lines_per_pass_);
+  for (MbufRing* ring : returns_) ring->read_ahead(return_lines_per_pass_);
   if (++passes_ < passes_per_return_look_ && !idle) return;
   passes_ = 0;
-  for (EndpointRing* ring : returns_) {
+  // What came back in order waits in the endpoint rings' own slots, on lines this core wrote:
+  // only the consumer's tail has to cross.
+  (void)dispatcher_->reclaim_given_back(return_take_per_look_);
+  for (MbufRing* ring : returns_) {
     unsigned take = std::min(ring->readable_seen(), return_take_per_look_);
     const unsigned fresh = ring->look_readable();
     if (idle) take = std::min(fresh, return_take_per_look_);

@@ -6,9 +6,10 @@
 // once per loop pass and reports a quiescent state after the pass, so tables can be swapped while
 // it runs (classifier.hh).
 //
-// Buffers a consumer released with Pipeline::endpoint_release come back on the lcore's return
-// rings and are freed every eighth loop pass (and every idle one) into this lcore's pool cache,
-// where the next receive takes them while their header lines are still in this core's cache.
+// Buffers a consumer released with Pipeline::endpoint_release come back to this lcore, in order
+// through the endpoint ring's own slots, out of order on its return rings, and are freed every
+// few loop passes (and every idle one) into this lcore's pool cache, where the next receive takes
+// them while their header lines are still in this core's cache.
 //
 // Runs queued to a ring endpoint are published with each run, or, when the endpoint's consumer
 // measures itself far from this lcore's core (pipeline/dispatch/consumer_distance.hh), once per
@@ -74,7 +75,7 @@ class Lcore {
   void set_sends(std::vector<SendPort*> sends) { sends_ = std::move(sends); }
   // Control path, before run(): the return rings of the ring endpoints this lcore feeds
   // (Pipeline::endpoint_release); the lcore frees what arrives on them between loop passes.
-  void set_returns(std::vector<EndpointRing*> returns) {
+  void set_returns(std::vector<MbufRing*> returns) {
     returns_ = std::move(returns);
     // A pass receives at most a burst per queue; reading ahead that many pointers' lines per pass
     // keeps pace with what the consumer can give back.
@@ -133,7 +134,7 @@ class Lcore {
   FilterStage* filters_ = nullptr;
   LcoreTaps* taps_ = nullptr;
   NeighStage* neigh_ = nullptr;
-  std::vector<EndpointRing*> returns_;
+  std::vector<MbufRing*> returns_;
   std::vector<SendPort*> sends_;
   static constexpr std::size_t kPacketsPerReturnLook = 256;
   static constexpr std::size_t kMaxPassesPerReturnLook = 8;

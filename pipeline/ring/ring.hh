@@ -9,6 +9,11 @@
 //   SpscRing  - one producer thread, one consumer thread (lcore -> endpoint consumer)
 //   MpscRing  - any number of producers, one consumer (frees from any thread into a pool)
 //   MpmcRing  - any number of both (a pool's shared free list)
+// A lending ring (LendingRing, SPSC only) hands its elements to the consumer on loan: the consumer
+// gives them back in the order it received them by moving its tail past their slots, and the
+// producer, which wrote those slots and still has them in its cache, reclaims them from there.
+// Nothing travels back on a second ring. Elements the consumer keeps for good, or gives back out
+// of order, are blanked in their slots (T{}) so that reclaim() passes them over.
 // Multi-producer enqueue follows DPDK's rte_ring: claim a range by CAS on the head, fill it, then
 // wait for earlier claimers to publish before moving the tail. That wait is bounded by the other
 // producer's copy loop, never by a consumer.
@@ -19,6 +24,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -33,9 +39,11 @@ namespace rawpipe {
 
 enum class Sync { kSingle, kMulti };
 
-template <typename T, Sync kProd, Sync kCons>
+template <typename T, Sync kProd, Sync kCons, bool kLends = false>
 class Ring {
   static_assert(std::is_trivially_copyable_v<T>, "ring elements are copied with memcpy semantics");
+  static_assert(!kLends || (kProd == Sync::kSingle && kCons == Sync::kSingle), "only one producer can reclaim a loan");
+  static_assert(!kLends || std::is_pointer_v<T>, "a blanked slot is a null pointer");
 
  public:
   // Control path: validates the capacity and allocates the slots once.
@@ -55,7 +63,8 @@ class Ring {
   std::uint32_t size() const noexcept {
     // Relaxed: a statistic, no data is read through it.
     std::uint32_t prod = prod_.tail.load(std::memory_order_relaxed);
-    std::uint32_t cons = cons_.tail.load(std::memory_order_relaxed);
+    // A lending ring's tail stays behind what is on loan, which is no longer queued.
+    std::uint32_t cons = (kLends ? cons_.head : cons_.tail).load(std::memory_order_relaxed);
     std::uint32_t used = prod - cons;
     return used > capacity() ? capacity() : used;
   }
@@ -102,12 +111,82 @@ class Ring {
   template <typename F>
   unsigned consume_in_place(unsigned n, F&& take) noexcept {
     static_assert(kCons == Sync::kSingle, "in-place reads need the only consumer");
+    static_assert(!kLends, "a lending ring's tail says which slots the producer frees");
     std::uint32_t head;
     n = claim_single_consumer<false>(head, n);
     if (n == 0) return 0;
     for_each_span(head, n, [&](std::uint32_t at, unsigned, unsigned k) { take(static_cast<const T*>(&slots_[at]), k); });
     // R2, as in dequeue: the reads in `take` happen before the producer reuses the slots.
     cons_.tail.store(head + n, std::memory_order_release);
+    return n;
+  }
+
+  // Lending ring, consumer: copies up to n readable elements out on loan; their slots stay
+  // reserved until give_back() or keep_lent(). Returns how many.
+  [[nodiscard]] unsigned lend_burst(T* objs, unsigned n) noexcept {
+    static_assert(kLends, "only a lending ring lends");
+    std::uint32_t head;
+    n = claim_single_consumer<false>(head, n);
+    if (n) copy_out(head, objs, n);
+    return n;
+  }
+  // Lending ring, consumer: elements on loan.
+  std::uint32_t lent() const noexcept {
+    static_assert(kLends, "only a lending ring lends");
+    // Relaxed: both are this thread's own stores.
+    return cons_.head.load(std::memory_order_relaxed) - cons_.tail.load(std::memory_order_relaxed);
+  }
+  // Lending ring, consumer: gives back the longest prefix of objs that matches the oldest loans,
+  // slot for slot, and returns its length. The slots were read by lend_burst(), so the comparison
+  // reads this core's cache and writes only the tail.
+  [[nodiscard]] unsigned give_back(const T* objs, unsigned n) noexcept {
+    static_assert(kLends, "only a lending ring lends");
+    const std::uint32_t tail = cons_.tail.load(std::memory_order_relaxed);
+    const std::uint32_t on_loan = cons_.head.load(std::memory_order_relaxed) - tail;
+    if (n > on_loan) n = on_loan;
+    unsigned matched = 0;
+    bool whole = true;
+    for_each_span(tail, n, [&](std::uint32_t at, unsigned off, unsigned k) {
+      if (!whole) return;
+      if (std::memcmp(&slots_[at], objs + off, k * sizeof(T)) == 0) {
+        matched += k;
+        return;
+      }
+      whole = false;
+      unsigned same = 0;
+      while (same < k && slots_[at + same] == objs[off + same]) ++same;
+      matched += same;
+    });
+    // R2, as in dequeue: our reads of the given-back elements happen before the producer reclaims.
+    if (matched) cons_.tail.store(tail + matched, std::memory_order_release);
+    return matched;
+  }
+  // Lending ring, consumer: everything on loan becomes the consumer's for good. Its slots are
+  // blanked, so that the producer frees nothing from them, and handed back for reuse.
+  void keep_lent() noexcept {
+    static_assert(kLends, "only a lending ring lends");
+    const std::uint32_t tail = cons_.tail.load(std::memory_order_relaxed);
+    const std::uint32_t head = cons_.head.load(std::memory_order_relaxed);
+    if (tail == head) return;
+    for_each_span(tail, head - tail, [&](std::uint32_t at, unsigned, unsigned k) {
+      std::fill_n(&slots_[at], k, T{});
+    });
+    // R2: the blanks are written before the producer reclaims these slots.
+    cons_.tail.store(head, std::memory_order_release);
+  }
+  // Lending ring, producer: hands up to `max` given-back slots to `take` where they lie (one call
+  // per contiguous span, blanked slots included as T{}) and makes them free for enqueues. This is
+  // the only way a lending ring's producer learns of free room: enqueue does not look at the tail.
+  template <typename F>
+  unsigned reclaim(unsigned max, F&& take) noexcept {
+    static_assert(kLends, "only a lending ring lends");
+    // A1: pairs with R2 of give_back() and keep_lent(): their slot reads and blanks are done.
+    const std::uint32_t tail = cons_.tail.load(std::memory_order_acquire);
+    std::uint32_t n = tail - prod_.cached_cons;
+    if (n > max) n = max;
+    if (n == 0) return 0;
+    for_each_span(prod_.cached_cons, n, [&](std::uint32_t at, unsigned, unsigned k) { take(static_cast<const T*>(&slots_[at]), k); });
+    prod_.cached_cons += n;
     return n;
   }
 
@@ -173,7 +252,8 @@ class Ring {
       std::uint32_t free_slots = capacity() - (head - prod_.cached_cons);
       if (free_slots < n) {
         // A1: pairs with R2 (consumer's release of cons_.tail): slots it read are free to overwrite.
-        prod_.cached_cons = cons_.tail.load(std::memory_order_acquire);
+        // A lending ring's slots come free only through reclaim(), which frees what they hold.
+        if constexpr (!kLends) prod_.cached_cons = cons_.tail.load(std::memory_order_acquire);
         free_slots = capacity() - (head - prod_.cached_cons);
         if (free_slots < n) {
           if (kAll || free_slots == 0) return 0;
@@ -217,7 +297,15 @@ class Ring {
   template <bool kAll>
   unsigned dequeue(T* objs, unsigned n) noexcept {
     std::uint32_t head;
-    if constexpr (kCons == Sync::kSingle) {
+    if constexpr (kLends) {
+      // Taken for good, with whatever was on loan before.
+      std::uint32_t at;
+      n = claim_single_consumer<kAll>(at, n);
+      if (n == 0) return 0;
+      copy_out(at, objs, n);
+      keep_lent();
+      return n;
+    } else if constexpr (kCons == Sync::kSingle) {
       n = claim_single_consumer<kAll>(head, n);
       if (n == 0) return 0;
     } else {
@@ -339,5 +427,7 @@ template <typename T>
 using MpscRing = Ring<T, Sync::kMulti, Sync::kSingle>;
 template <typename T>
 using MpmcRing = Ring<T, Sync::kMulti, Sync::kMulti>;
+template <typename T>
+using LendingRing = Ring<T, Sync::kSingle, Sync::kSingle, true>;
 
 }  // namespace rawpipe

@@ -66,7 +66,7 @@ struct SendPort {
   std::optional<wire::MacAddr> next_hop;  // [[ports]] next_hop_mac: every sendto goes there
   const NeighTable* addresses = nullptr;  // the port's `addresses` (sendto's source), null: none
   std::unique_ptr<NeighCache> cache;      // learnt by the ARP/ND stage; null without `addresses`
-  std::unique_ptr<EndpointRing> ring;     // application -> lcore
+  std::unique_ptr<MbufRing> ring;         // application -> lcore
 
   // ---- set by run control before the lcores start ----
   TxQueueHandle tx;

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 namespace rawpipe {
 namespace {
 
@@ -227,6 +229,149 @@ TEST(Ring, EmptyOperationsNeverWaitForATurnThatWasTaken) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(ring->enqueue_burst(nullptr, 0), 0u);
   EXPECT_EQ(ring->dequeue_burst(nullptr, 0), 0u);
+}
+
+// A lending ring's elements, as the endpoint rings carry them: pointers the consumer borrows and
+// gives back, which the producer then frees from its own slots.
+class LendingRingTest : public ::testing::Test {
+ protected:
+  int items_[64] = {};
+  int* at(unsigned i) { return &items_[i]; }
+  // Reclaims up to `max` slots; returns what they held, blanks as nullptr.
+  std::vector<int*> reclaim(LendingRing<int*>& ring, unsigned max = 64) {
+    std::vector<int*> out;
+    (void)ring.reclaim(max, [&](int* const* slots, unsigned n) { out.insert(out.end(), slots, slots + n); });
+    return out;
+  }
+};
+
+TEST_F(LendingRingTest, GivenBackSlotsComeFreeOnlyWhenTheProducerReclaimsThem) {
+  auto ring = std::move(LendingRing<int*>::create(8)).value();
+  int* in[8];
+  for (unsigned i = 0; i < 8; ++i) in[i] = at(i);
+  ASSERT_EQ(ring->enqueue_burst(in, 8), 8u);
+  int* out[8] = {};
+  ASSERT_EQ(ring->lend_burst(out, 5), 5u);
+  EXPECT_EQ(ring->lent(), 5u);
+  EXPECT_EQ(ring->size(), 3u) << "what is on loan is no longer queued";
+  EXPECT_EQ(ring->give_back(out, 3), 3u);
+  EXPECT_EQ(ring->lent(), 2u);
+  EXPECT_EQ(ring->enqueue_burst(in, 1), 0u) << "given back is not free until reclaimed";
+  EXPECT_EQ(reclaim(*ring), (std::vector<int*>{at(0), at(1), at(2)}));
+  EXPECT_TRUE(reclaim(*ring).empty()) << "each slot is reclaimed once";
+  EXPECT_EQ(ring->enqueue_burst(in, 8), 3u);
+  // The rest of the loan, given back across the end of the slots.
+  EXPECT_EQ(ring->give_back(out + 3, 2), 2u);
+  ASSERT_EQ(ring->lend_burst(out, 8), 6u);
+  EXPECT_EQ(out[2], at(7));
+  EXPECT_EQ(out[3], at(0)) << "the slots wrapped";
+  EXPECT_EQ(ring->give_back(out, 6), 6u);
+  EXPECT_EQ(reclaim(*ring, 5), (std::vector<int*>{at(3), at(4), at(5), at(6), at(7)}));
+  EXPECT_EQ(reclaim(*ring), (std::vector<int*>{at(0), at(1), at(2)}));
+  EXPECT_EQ(ring->lent(), 0u);
+}
+
+TEST_F(LendingRingTest, GiveBackTakesOnlyTheInOrderPrefixAndKeptLoansAreBlank) {
+  auto ring = std::move(LendingRing<int*>::create(8)).value();
+  int* in[6];
+  for (unsigned i = 0; i < 6; ++i) in[i] = at(i);
+  ASSERT_EQ(ring->enqueue_burst(in, 6), 6u);
+  int* out[6] = {};
+  ASSERT_EQ(ring->lend_burst(out, 4), 4u);
+  int* const skips_one[] = {at(0), at(2)};
+  EXPECT_EQ(ring->give_back(skips_one, 2), 1u);
+  int* const not_lent[] = {at(4)};
+  EXPECT_EQ(ring->give_back(not_lent, 1), 0u) << "queued but not lent";
+  int* const foreign[] = {at(40)};
+  EXPECT_EQ(ring->give_back(foreign, 1), 0u);
+  ring->keep_lent();
+  EXPECT_EQ(ring->lent(), 0u);
+  EXPECT_EQ(reclaim(*ring), (std::vector<int*>{at(0), nullptr, nullptr, nullptr}));
+  // A take for good (dequeue) keeps what was on loan with it.
+  ASSERT_EQ(ring->lend_burst(out, 1), 1u);
+  ASSERT_EQ(ring->dequeue_burst(out, 1), 1u);
+  EXPECT_EQ(out[0], at(5));
+  EXPECT_EQ(ring->lent(), 0u);
+  EXPECT_EQ(reclaim(*ring), (std::vector<int*>{nullptr, nullptr}));
+  EXPECT_EQ(ring->enqueue_burst(in, 6), 6u) << "every slot is free again";
+}
+
+TEST_F(LendingRingTest, GiveBackStopsAtAMismatchInTheSecondSpanOfAWrap) {
+  auto ring = std::move(LendingRing<int*>::create(8)).value();
+  int* in[8];
+  for (unsigned i = 0; i < 8; ++i) in[i] = at(i);
+  int* out[8] = {};
+  ASSERT_EQ(ring->enqueue_burst(in, 6), 6u);
+  ASSERT_EQ(ring->lend_burst(out, 6), 6u);
+  ASSERT_EQ(ring->give_back(out, 6), 6u);
+  ASSERT_EQ(reclaim(*ring).size(), 6u);
+  ASSERT_EQ(ring->enqueue_burst(in, 5), 5u);  // slots 6, 7, 0, 1, 2
+  ASSERT_EQ(ring->lend_burst(out, 5), 5u);
+  int* back[5] = {out[0], out[1], out[2], at(33), out[4]};
+  EXPECT_EQ(ring->give_back(back, 5), 3u);
+  EXPECT_EQ(ring->give_back(out + 3, 2), 2u);
+  EXPECT_EQ(reclaim(*ring), (std::vector<int*>{at(0), at(1), at(2), at(3), at(4)}));
+}
+
+// One thread lends and gives back, mostly in order, now and then keeping a loan or giving a
+// burst back in a different order; the other queues and reclaims. Every element must reach the
+// producer's reclaim exactly once unless the consumer kept it, and arrive at the consumer in order.
+TEST_F(LendingRingTest, EveryElementIsReclaimedOnceOrKeptUnderConcurrency) {
+  constexpr unsigned kItems = 300000;
+  std::vector<int> items(kItems);
+  std::vector<std::uint8_t> reclaimed(kItems, 0);
+  std::vector<std::uint8_t> kept(kItems, 0);
+  auto ring = std::move(LendingRing<int*>::create(64)).value();
+  std::atomic<bool> consumer_done{false};
+  std::thread producer([&] {
+    unsigned sent = 0;
+    auto on_reclaim = [&](int* const* slots, unsigned n) {
+      for (unsigned i = 0; i < n; ++i)
+        if (slots[i]) ++reclaimed[static_cast<std::size_t>(slots[i] - items.data())];
+    };
+    // A consumer that failed stops early: then so does the producer, instead of waiting for room.
+    while (sent < kItems && !consumer_done.load(std::memory_order_acquire)) {
+      int* v[16];
+      unsigned n = 0;
+      for (; n < 16 && sent + n < kItems; ++n) v[n] = &items[sent + n];
+      sent += ring->enqueue_burst(v, n);
+      (void)ring->reclaim(32, on_reclaim);
+    }
+    while (!consumer_done.load(std::memory_order_acquire)) (void)ring->reclaim(64, on_reclaim);
+    (void)ring->reclaim(64, on_reclaim);
+  });
+  // Loans are always the newest elements received: [next - lent, next).
+  std::size_t next = 0;
+  auto keep_loans = [&] {
+    for (std::size_t i = next - ring->lent(); i < next; ++i) ++kept[i];
+    ring->keep_lent();
+  };
+  std::string failure;
+  for (unsigned round = 0; next < kItems && failure.empty();) {
+    int* got[24];
+    const unsigned n = ring->lend_burst(got, 24);
+    for (unsigned i = 0; i < n; ++i)
+      if (got[i] != &items[next + i]) failure = fmt::format("element {} arrived as {}", next + i, got[i] - items.data());
+    next += n;
+    if (n == 0) continue;
+    ++round;
+    if (round % 13 == 0 && n > 1) {
+      std::swap(got[0], got[n - 1]);
+      if (ring->give_back(got, n) != 0) failure = "a burst given back out of order was taken";
+      keep_loans();
+    } else if (round % 7 == 0) {
+      // The last one is held over into the next round, where it stands first and the mismatch
+      // makes every loan kept.
+      if (ring->give_back(got, n - 1) != n - 1) failure = "an in-order prefix was refused";
+    } else if (ring->give_back(got, n) < n) {
+      keep_loans();
+    }
+  }
+  keep_loans();  // a loan held over from the last round
+  consumer_done.store(true, std::memory_order_release);
+  producer.join();
+  ASSERT_EQ(failure, "");
+  for (unsigned i = 0; i < kItems; ++i) ASSERT_EQ(reclaimed[i] + kept[i], 1) << "element " << i;
 }
 
 static_assert(noexcept(std::declval<SpscRing<int>&>().enqueue_burst(nullptr, 0)));

@@ -21,7 +21,7 @@ TEST(SendPort, WhatTheRingCannotTakeStaysWithTheCaller) {
   auto pool = Pool::create(c);
   ASSERT_TRUE(pool) << pool.message();
   SendPort sp;
-  auto ring = EndpointRing::create(32);
+  auto ring = MbufRing::create(32);
   ASSERT_TRUE(ring) << ring.message();
   sp.ring = std::move(ring).value();
 
