@@ -197,9 +197,10 @@ class RAWPIPE_API Pipeline {
 
   // Zero-copy receive for the consumer of a kRing endpoint: moves up to n packets into out and
   // returns how many; the caller owns them and frees them with endpoint_release or mbuf_free_bulk
-  // (from any thread). Until released they are on loan from the lcore's ring and take its slots;
-  // once a quarter of a ring is on loan, the next receive makes them the caller's own and frees
-  // their slots, so a caller that holds packets or frees them directly never fills the ring.
+  // (from any thread). Until released they are on loan from the lcore's ring: they take none
+  // of its ring_size queue room, and once a quarter of ring_size is on loan the next receive
+  // makes them the caller's own, so a caller that holds packets or frees them directly loses
+  // nothing to the ring.
   // One consumer thread per endpoint at a time. Returns 0 for endpoints without rings.
   unsigned endpoint_receive(std::uint16_t endpoint, Mbuf** out, unsigned n) noexcept;
   // Packets queued to a ring endpoint and not yet received (VMA's socket_ready_queue_pkt_count);

@@ -78,7 +78,7 @@ const KeyDoc kEndpointDocs[] = {
     {"action", "string", "\"ring\", \"sink\", \"echo\", \"forward\"", "\"ring\"",
      "queue for the consumer (zero-copy), count and free, send back swapped, or send on `port`"},
     {"match", "string list", "rules (docs/rules.md)", "[]", "rules that select this endpoint's packets"},
-    {"ring_size", "integer", "power of two (action \"ring\" only)", "4096", "ring slots per lcore"},
+    {"ring_size", "integer", "power of two (action \"ring\" only)", "4096", "packets queued per lcore"},
     {"echo_format", "string", "\"bytes\", \"sockperf\" (action \"echo\" only)", "\"bytes\"",
      "echo the payload as is, or answer sockperf's ping-pong protocol"},
     {"port", "string", "a [[ports]] name (action \"forward\" only)", "required with action \"forward\"",

@@ -97,8 +97,8 @@ class EndpointQueues {
         if (fresh > seen) r.distance[idx]->sample(t1 - t0);
       }
       // An application that holds what it received, or frees it without endpoint_release,
-      // gives nothing back: past a quarter of the ring, what it holds becomes its own, so
-      // that the lcore keeps room to queue.
+      // gives nothing back. Loans take no queue room, but they take slots: past a quarter of
+      // the ring, what it holds becomes its own and the slots go back to the lcore.
       if (ring.lent() > ring.capacity() / 4) [[unlikely]]
         ring.keep_lent();
       const unsigned took = ring.lend_burst(out + got, n - got);

@@ -50,14 +50,16 @@ class Ring {
   static Result<std::unique_ptr<Ring>> create(std::uint32_t capacity) {
     if (!is_power_of_two(capacity) || capacity > (1u << 30))
       return Status::errorf("ring capacity {} is not a power of two between 1 and 2^30", capacity);
-    return std::unique_ptr<Ring>(new Ring(capacity));
+    // A lending ring has twice the slots: loans take slots but not queue room (enqueue()).
+    return std::unique_ptr<Ring>(new Ring(kLends ? 2 * capacity : capacity));
   }
 
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
   ~Ring() { ::operator delete[](slots_, std::align_val_t{kCacheLine}); }
 
-  std::uint32_t capacity() const noexcept { return mask_ + 1; }
+  // Elements that can be queued at once (for a lending ring, besides what is on loan).
+  std::uint32_t capacity() const noexcept { return kLends ? slot_count() / 2 : slot_count(); }
 
   // Elements currently queued, as seen from any thread; exact only when the ring is quiescent.
   std::uint32_t size() const noexcept {
@@ -214,7 +216,7 @@ class Ring {
     static_assert(kProd == Sync::kSingle, "the producer-side cache is single-producer state");
     constexpr std::uint32_t kPerLine = kCacheLine / sizeof(T) ? kCacheLine / sizeof(T) : 1;
     const std::uint32_t head = prod_.head.load(std::memory_order_relaxed);
-    const std::uint32_t free_slots = capacity() - (head - prod_.cached_cons);
+    const std::uint32_t free_slots = slot_count() - (head - prod_.cached_cons);
     const std::uint32_t n = slots < free_slots ? slots : free_slots;
     for (std::uint32_t off = 0; off < n;) {
       const std::uint32_t idx = (head + off) & mask_;
@@ -239,9 +241,11 @@ class Ring {
   }
 
  private:
-  explicit Ring(std::uint32_t capacity)
-      : mask_(capacity - 1),
-        slots_(static_cast<T*>(::operator new[](sizeof(T) * capacity, std::align_val_t{kCacheLine}))) {}
+  explicit Ring(std::uint32_t slots)
+      : mask_(slots - 1),
+        slots_(static_cast<T*>(::operator new[](sizeof(T) * slots, std::align_val_t{kCacheLine}))) {}
+
+  std::uint32_t slot_count() const noexcept { return mask_ + 1; }
 
   template <bool kAll, bool kPublish = true>
   unsigned enqueue(const T* objs, unsigned n) noexcept {
@@ -249,12 +253,27 @@ class Ring {
     if constexpr (kProd == Sync::kSingle) {
       // Only this thread writes prod_.head; relaxed is enough for our own value.
       head = prod_.head.load(std::memory_order_relaxed);
-      std::uint32_t free_slots = capacity() - (head - prod_.cached_cons);
+      if constexpr (kLends) {
+        // Queue room counts what the consumer has not received, as in a plain ring, so that
+        // a consumer that frees its loans with mbuf_free_bulk (and so lets the port fill the
+        // pool again) never shortens the queue: the loans live in the second half of the slots.
+        std::uint32_t room = capacity() - (head - prod_.cached_received);
+        if (room < n) {
+          // Relaxed: the count bounds the queue only; slot reuse waits for reclaim() (A1 there).
+          prod_.cached_received = cons_.head.load(std::memory_order_relaxed);
+          room = capacity() - (head - prod_.cached_received);
+          if (room < n) {
+            if (kAll || room == 0) return 0;
+            n = room;
+          }
+        }
+      }
+      std::uint32_t free_slots = slot_count() - (head - prod_.cached_cons);
       if (free_slots < n) {
         // A1: pairs with R2 (consumer's release of cons_.tail): slots it read are free to overwrite.
         // A lending ring's slots come free only through reclaim(), which frees what they hold.
         if constexpr (!kLends) prod_.cached_cons = cons_.tail.load(std::memory_order_acquire);
-        free_slots = capacity() - (head - prod_.cached_cons);
+        free_slots = slot_count() - (head - prod_.cached_cons);
         if (free_slots < n) {
           if (kAll || free_slots == 0) return 0;
           n = free_slots;
@@ -269,7 +288,7 @@ class Ring {
       for (;;) {
         // A1: pairs with R2, as in the single-producer case.
         std::uint32_t cons = cons_.tail.load(std::memory_order_acquire);
-        std::uint32_t free_slots = capacity() - (head - cons);
+        std::uint32_t free_slots = slot_count() - (head - cons);
         unsigned take = n;
         if (free_slots < take) {
           if (kAll || free_slots == 0) return 0;
@@ -361,7 +380,7 @@ class Ring {
   template <typename F>
   RAWPIPE_ALWAYS_INLINE void for_each_span(std::uint32_t head, unsigned n, F&& f) const noexcept {
     const std::uint32_t idx = head & mask_;
-    const unsigned first = capacity() - idx;
+    const unsigned first = slot_count() - idx;
     if (RAWPIPE_LIKELY(n <= first)) {
       f(idx, 0u, n);
     } else {
@@ -405,7 +424,8 @@ class Ring {
   // missing on the line the other core just read the tail from.
   struct alignas(kFalseSharingRange) Producer {
     std::atomic<std::uint32_t> head{0};
-    std::uint32_t cached_cons = 0;  // single-producer only
+    std::uint32_t cached_cons = 0;  // single-producer only; a lending ring's reclaim index
+    std::uint32_t cached_received = 0;  // lending ring only: the consumer's head last seen
     alignas(kFalseSharingRange) std::atomic<std::uint32_t> tail{0};
   };
   struct alignas(kFalseSharingRange) Consumer {

@@ -331,8 +331,8 @@ TEST(Pipeline, ReleasedPacketsGoBackThroughTheirLcoresAndEveryBufferReturns) {
 // Packets released in order go back through the endpoint ring's own slots; every other pattern
 // must still return each buffer once and keep the ring moving: a burst released backwards, one
 // freed with mbuf_free_bulk instead of released, and a packet held over into the next receive.
-// Packets are received 8 at a time, so that with a quarter of the 64 slots on loan at most a
-// pass of 32 always fits: any drop means loans were left in the ring.
+// A pass of 32 always fits the 64-packet ring, which this thread empties before each pass: any
+// drop means loans were left in the ring.
 TEST(Pipeline, ReleasesInAnyOrderOrNoneAtAllReturnEveryBufferOnce) {
   std::vector<Frame> frames;
   for (int i = 0; i < 50; ++i) frames.push_back(udp_frame("10.0.0.7", static_cast<std::uint16_t>(i), "10.0.0.1", 5000));

@@ -245,28 +245,34 @@ class LendingRingTest : public ::testing::Test {
   }
 };
 
-TEST_F(LendingRingTest, GivenBackSlotsComeFreeOnlyWhenTheProducerReclaimsThem) {
-  auto ring = std::move(LendingRing<int*>::create(8)).value();
+TEST_F(LendingRingTest, LoansTakeNoQueueRoomAndGivenBackSlotsWaitForReclaim) {
+  auto ring = std::move(LendingRing<int*>::create(4)).value();
+  EXPECT_EQ(ring->capacity(), 4u);
   int* in[8];
   for (unsigned i = 0; i < 8; ++i) in[i] = at(i);
-  ASSERT_EQ(ring->enqueue_burst(in, 8), 8u);
-  int* out[8] = {};
-  ASSERT_EQ(ring->lend_burst(out, 5), 5u);
-  EXPECT_EQ(ring->lent(), 5u);
-  EXPECT_EQ(ring->size(), 3u) << "what is on loan is no longer queued";
+  ASSERT_EQ(ring->enqueue_burst(in, 8), 4u);
+  EXPECT_EQ(ring->enqueue_burst(in, 1), 0u) << "the queue is full";
+  int* out[4] = {};
+  ASSERT_EQ(ring->lend_burst(out, 4), 4u);
+  EXPECT_EQ(ring->lent(), 4u);
+  EXPECT_EQ(ring->size(), 0u) << "what is on loan is no longer queued";
+  ASSERT_EQ(ring->enqueue_burst(in + 4, 4), 4u) << "loans take no queue room";
   EXPECT_EQ(ring->give_back(out, 3), 3u);
-  EXPECT_EQ(ring->lent(), 2u);
+  int* later[4] = {};
+  ASSERT_EQ(ring->lend_burst(later, 4), 4u);
+  EXPECT_EQ(later[0], at(4));
+  EXPECT_EQ(ring->lent(), 5u);
   EXPECT_EQ(ring->enqueue_burst(in, 1), 0u) << "given back is not free until reclaimed";
   EXPECT_EQ(reclaim(*ring), (std::vector<int*>{at(0), at(1), at(2)}));
   EXPECT_TRUE(reclaim(*ring).empty()) << "each slot is reclaimed once";
-  EXPECT_EQ(ring->enqueue_burst(in, 8), 3u);
-  // The rest of the loan, given back across the end of the slots.
-  EXPECT_EQ(ring->give_back(out + 3, 2), 2u);
-  ASSERT_EQ(ring->lend_burst(out, 8), 6u);
-  EXPECT_EQ(out[2], at(7));
-  EXPECT_EQ(out[3], at(0)) << "the slots wrapped";
-  EXPECT_EQ(ring->give_back(out, 6), 6u);
-  EXPECT_EQ(reclaim(*ring, 5), (std::vector<int*>{at(3), at(4), at(5), at(6), at(7)}));
+  ASSERT_EQ(ring->enqueue_burst(in, 4), 3u) << "only the reclaimed slots are free";
+  EXPECT_EQ(ring->give_back(out + 3, 1), 1u);
+  EXPECT_EQ(ring->give_back(later, 4), 4u);
+  EXPECT_EQ(reclaim(*ring, 2), (std::vector<int*>{at(3), at(4)}));
+  EXPECT_EQ(reclaim(*ring), (std::vector<int*>{at(5), at(6), at(7)}));
+  // The three queued last sit at the start of the slots again.
+  ASSERT_EQ(ring->lend_burst(out, 4), 3u);
+  EXPECT_EQ(ring->give_back(out, 3), 3u);
   EXPECT_EQ(reclaim(*ring), (std::vector<int*>{at(0), at(1), at(2)}));
   EXPECT_EQ(ring->lent(), 0u);
 }
@@ -297,20 +303,22 @@ TEST_F(LendingRingTest, GiveBackTakesOnlyTheInOrderPrefixAndKeptLoansAreBlank) {
 }
 
 TEST_F(LendingRingTest, GiveBackStopsAtAMismatchInTheSecondSpanOfAWrap) {
-  auto ring = std::move(LendingRing<int*>::create(8)).value();
-  int* in[8];
-  for (unsigned i = 0; i < 8; ++i) in[i] = at(i);
-  int* out[8] = {};
-  ASSERT_EQ(ring->enqueue_burst(in, 6), 6u);
-  ASSERT_EQ(ring->lend_burst(out, 6), 6u);
-  ASSERT_EQ(ring->give_back(out, 6), 6u);
-  ASSERT_EQ(reclaim(*ring).size(), 6u);
-  ASSERT_EQ(ring->enqueue_burst(in, 5), 5u);  // slots 6, 7, 0, 1, 2
-  ASSERT_EQ(ring->lend_burst(out, 5), 5u);
-  int* back[5] = {out[0], out[1], out[2], at(33), out[4]};
-  EXPECT_EQ(ring->give_back(back, 5), 3u);
-  EXPECT_EQ(ring->give_back(out + 3, 2), 2u);
-  EXPECT_EQ(reclaim(*ring), (std::vector<int*>{at(0), at(1), at(2), at(3), at(4)}));
+  auto ring = std::move(LendingRing<int*>::create(4)).value();  // 8 slots
+  int* in[4];
+  for (unsigned i = 0; i < 4; ++i) in[i] = at(i);
+  int* out[4] = {};
+  for (unsigned n : {4u, 2u}) {  // moves the indices to slot 6
+    ASSERT_EQ(ring->enqueue_burst(in, n), n);
+    ASSERT_EQ(ring->lend_burst(out, n), n);
+    ASSERT_EQ(ring->give_back(out, n), n);
+    ASSERT_EQ(reclaim(*ring).size(), n);
+  }
+  ASSERT_EQ(ring->enqueue_burst(in, 4), 4u);  // slots 6, 7, 0, 1
+  ASSERT_EQ(ring->lend_burst(out, 4), 4u);
+  int* back[4] = {out[0], out[1], out[2], at(33)};
+  EXPECT_EQ(ring->give_back(back, 4), 3u);
+  EXPECT_EQ(ring->give_back(out + 3, 1), 1u);
+  EXPECT_EQ(reclaim(*ring), (std::vector<int*>{at(0), at(1), at(2), at(3)}));
 }
 
 // One thread lends and gives back, mostly in order, now and then keeping a loan or giving a
