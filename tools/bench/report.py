@@ -177,28 +177,33 @@ plot {', '.join(plot_parts)}
         if _gnuplot(script, out_dir):
             written.append("sizes.png")
 
-    # Latency percentiles (scenario 5): p50, p99 and p99.9 of each echo server, log scale (the
-    # tails are milliseconds when the medians are microseconds).
-    lat = [r for r in rows if r["unit"] == "us" and r["rawpipe"] and r["peer"]]
-    if lat:
-        dat = os.path.join(out_dir, "latency.dat")
-        with open(dat, "w") as f:
+    # Latency percentiles, log scale (the tails are milliseconds when the medians are
+    # microseconds): without load (scenario 5) and under the generator's load (scenario 9), one
+    # plot each so that neither set of bars crowds out the other.
+    for scenario, name, title in (
+            (5, "latency", "Round-trip latency percentiles without load: rawpipe echo and the kernel peer, same client"),
+            (9, "latency-load", "Round trips at 10/50/90% of the NDR of each port type, background from rawpipe gen")):
+        lat = [r for r in rows if r.get("scenario") == scenario and r["unit"] == "us" and r["rawpipe"] and r["peer"]]
+        if not lat:
+            continue
+        with open(os.path.join(out_dir, f"{name}.dat"), "w") as f:
             for r in lat:
-                f.write(f"\"{r['id'].replace('5.', '', 1)}\" {r['rawpipe']['median']:.3f} {r['peer']['median']:.3f}\n")
-        script = """
-set terminal pngcairo size 1200,520 noenhanced
-set output 'latency.png'
-set title 'Round-trip latency percentiles: rawpipe echo and the kernel peer, same client, same run (lower is better)'
+                label = r['id'].replace(f'{scenario}.', '', 1).replace('latency-', '', 1 if scenario == 9 else 0)
+                f.write(f"\"{label}\" {r['rawpipe']['median']:.3f} {r['peer']['median']:.3f}\n")
+        script = f"""
+set terminal pngcairo size 1400,640 noenhanced
+set output '{name}.png'
+set title '{title} (lower is better)'
 set ylabel 'microseconds (log scale)'
 set logscale y
 set style data histograms
 set style fill solid 0.8 border -1
 set xtics rotate by -35
 set grid ytics
-plot 'latency.dat' using 2:xtic(1) title 'rawpipe', '' using 3 title 'peer'
+plot '{name}.dat' using 2:xtic(1) title 'rawpipe', '' using 3 title 'peer'
 """
         if _gnuplot(script, out_dir):
-            written.append("latency.png")
+            written.append(f"{name}.png")
 
     # Lcore scaling (scenario 2): rate against lcores for each frame size, rawpipe and testpmd.
     scaling = {}

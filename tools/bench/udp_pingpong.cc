@@ -7,8 +7,11 @@
 // the bytes unchanged) is measured by the same code and the same clock.
 //
 //   udp_pingpong --ip 10.90.0.1 --port 7007 --seconds 5 [--size 64] [--warmup 200]
-// prints one JSON object: {"count", "lost", "p50_us", "p99_us", "p999_us", "min_us", "max_us"}; the
-// percentiles come from an HDR-style log-bucket histogram (within 3%), min and max are exact.
+// prints one JSON object: {"count", "sent", "lost", "p50_us", "p99_us", "p999_us", "min_us",
+// "max_us"}; the percentiles come from an HDR-style log-bucket histogram (within 3%), min and max
+// are exact. The warm-up ends after --warmup requests or one second, whichever comes first, and
+// the measured window of --seconds starts after it: a server that loses every request would
+// otherwise spend the whole window warming up (100 ms per loss) and report nothing sent.
 // --rate is not offered: one request is in flight at a time, as in sockperf ping-pong.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -125,18 +128,24 @@ int main(int argc, char** argv) {
   std::vector<std::uint8_t> msg(size, 0), reply(size + 64);
   LogHistogram rtt;
   std::uint64_t min_ns = UINT64_MAX;
-  std::uint64_t lost = 0, seq = 0;
-  const std::uint64_t end = now_ns() + std::uint64_t(seconds * 1e9);
+  std::uint64_t lost = 0, sent = 0, seq = 0;
+  const std::uint64_t warm_until = now_ns() + 1'000'000'000ull;
+  std::uint64_t end = 0;
   for (unsigned n = 0;; ++n) {
-    const bool warm = n < warmup;
+    bool warm = end == 0;
+    if (warm && (n >= warmup || now_ns() >= warm_until)) {
+      warm = false;
+      end = now_ns() + std::uint64_t(seconds * 1e9);
+    }
     if (!warm && now_ns() >= end) break;
+    if (!warm) ++sent;
     ++seq;
     put_be(msg.data(), seq, 8);
     put_be(msg.data() + 8, 1 /* client */ | 2 /* pong request */, 2);
     put_be(msg.data() + 10, size, 4);
     const std::uint64_t t0 = now_ns();
     if (send(fd, msg.data(), msg.size(), 0) < 0) {
-      ++lost;
+      if (!warm) ++lost;
       continue;
     }
     for (;;) {
@@ -156,9 +165,10 @@ int main(int argc, char** argv) {
       // A late reply to an earlier (lost) request: keep waiting for ours.
     }
   }
-  std::printf("{\"count\": %llu, \"lost\": %llu, \"p50_us\": %.2f, \"p99_us\": %.2f, \"p999_us\": %.2f, "
-              "\"min_us\": %.2f, \"max_us\": %.2f, \"histogram\": \"log2 x %u sub-buckets\"}\n",
-              static_cast<unsigned long long>(rtt.total()), static_cast<unsigned long long>(lost),
+  std::printf("{\"count\": %llu, \"sent\": %llu, \"lost\": %llu, \"p50_us\": %.2f, \"p99_us\": %.2f, "
+              "\"p999_us\": %.2f, \"min_us\": %.2f, \"max_us\": %.2f, \"histogram\": \"log2 x %u sub-buckets\"}\n",
+              static_cast<unsigned long long>(rtt.total()), static_cast<unsigned long long>(sent),
+              static_cast<unsigned long long>(lost),
               rtt.percentile_us(0.5), rtt.percentile_us(0.99), rtt.percentile_us(0.999),
               rtt.total() ? double(min_ns) / 1000.0 : 0.0, double(rtt.max()) / 1000.0, LogHistogram::kSub);
   close(fd);
