@@ -49,6 +49,16 @@ def thread_ticks(pid, prefix):
     return int(fields[11]) + int(fields[12])
 
 
+def process_ticks(pid):
+    """utime + stime (clock ticks) of every thread of pid, live ones and those that ended."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[11]) + int(fields[12])
+
+
 def thread_waited_ns(pid, prefix):
     """Nanoseconds the first thread of pid whose name starts with prefix spent runnable but not
     running (the second field of /proc/PID/task/TID/schedstat): the time other tasks on its CPU
@@ -60,12 +70,13 @@ def thread_waited_ns(pid, prefix):
         return None
 
 
-def run_window(cmd, thread, warm, seconds, others=(), waited=None):
+def run_window(cmd, thread, warm, seconds, others=(), waited=None, process=None):
     """Starts cmd, waits until `thread` has begun to run, lets it run warm + seconds, stops it with
     SIGINT. Returns (the output lines that arrived inside the window, all output, exit code, CPU
     share of the thread over the window, {name: CPU share} of the `others` threads). A dict passed
     as `waited` receives, per `others` thread, its milliseconds per second runnable but not
-    running over the window (thread_waited_ns)."""
+    running over the window (thread_waited_ns); one passed as `process` receives "busy_cpus", the
+    CPU time of every thread of the process over the window in CPUs."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     lines = []  # (arrival time, line): each per-second rate line is judged by when it came
 
@@ -82,12 +93,16 @@ def run_window(cmd, thread, warm, seconds, others=(), waited=None):
         time.sleep(0.02)
     time.sleep(warm)
     t1, c1 = time.monotonic(), thread_ticks(proc.pid, thread)
+    p1 = process_ticks(proc.pid)
     o1 = {name: thread_ticks(proc.pid, name) for name in others}
     w1 = {name: thread_waited_ns(proc.pid, name) for name in others}
     time.sleep(seconds)
     t2, c2 = time.monotonic(), thread_ticks(proc.pid, thread)
+    p2 = process_ticks(proc.pid)
     o2 = {name: thread_ticks(proc.pid, name) for name in others}
     w2 = {name: thread_waited_ns(proc.pid, name) for name in others}
+    if process is not None:
+        process["busy_cpus"] = (p2 - p1) / TICKS / (t2 - t1) if p1 is not None and p2 is not None else None
     if waited is not None:
         for name in others:
             waited[name] = ((w2[name] - w1[name]) / 1e6 / (t2 - t1)
@@ -111,14 +126,15 @@ def run_window(cmd, thread, warm, seconds, others=(), waited=None):
     return inside, "".join(line for _, line in lines), proc.returncode, share, other_shares
 
 
-def rawpipe_run(exe, config, warm, seconds, threads=(), waited=None):
+def rawpipe_run(exe, config, warm, seconds, threads=(), waited=None, process=None):
     """Runs `rawpipe run config` for a window; returns (the pipeline's mean receive rate in Mpps over
     the window, lcore0's CPU share, the command,
-    the JSON summary, {thread: CPU share} for `threads`)."""
+    the JSON summary, {thread: CPU share} for `threads`). `waited` and `process` as in run_window."""
     with tempfile.TemporaryDirectory() as tmp:
         out_json = os.path.join(tmp, "summary.json")
         cmd = [exe, "run", config, "--json", out_json]
-        inside, out, rc, share, other_shares = run_window(cmd, "rawpipe-lc0", warm, seconds, threads, waited)
+        inside, out, rc, share, other_shares = run_window(cmd, "rawpipe-lc0", warm, seconds, threads, waited,
+                                                          process)
         if rc != 0 or not os.path.exists(out_json):
             raise RunFailed(f"rawpipe failed (exit {rc}):\n{out[-3000:]}")
         with open(out_json) as f:
