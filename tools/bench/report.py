@@ -84,10 +84,15 @@ def markdown(result):
     repro = [r for r in result["rows"] if r.get("reproduce")]
     if repro:
         out.append("")
-        out.append("Each row's command (run from the source tree; `build-bench` is what `tools/bench/run` builds):")
+        reps, secs = result.get("repetitions"), result.get("sample_seconds")
+        out.append("Each row's command, run from the source tree. `tools/bench/run --only N` regenerates every "
+                   "row of scenario N, with the configs it writes and both sides interleaved; the command "
+                   "beside it is what that run executes for the row (`build-bench` is what `tools/bench/run` "
+                   "builds):")
         out.append("")
         for r in repro:
-            out.append(f"- {r['id']}: `{r['reproduce']}`")
+            out.append(f"- {r['id']}: `tools/bench/run --only {r['scenario']} --reps {reps} --seconds {secs} "
+                       f"--out DIR`; inside: `{r['reproduce']}`")
     notes = [r for r in result["rows"] if r.get("reason") or r.get("note")]
     if notes:
         out.append("")
