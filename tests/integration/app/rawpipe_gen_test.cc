@@ -1,8 +1,8 @@
 // `rawpipe gen` end to end: the synth port's recipes (IMIX sizes, VLAN, IPv4 and IPv6 flows, a
 // malformed share) transmitted on a pcap port, read back record by record: the count, the bytes and
 // the malformed share match exactly what gen reports and what the recipe says. Then over a veth
-// pair in namespaces the test creates, from an af_packet port to a kernel AF_PACKET reader (root
-// only). Bad invocations get a message naming what is wrong.
+// pair in namespaces the test creates, from an af_packet port and from an af_xdp port to a kernel
+// AF_PACKET reader (root only). Bad invocations get a message naming what is wrong.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <linux/if_ether.h>
@@ -222,10 +222,14 @@ TEST_F(RawpipeGen, ClaimsItsCpuAsARunDoes) {
   unsetenv("RAWPIPE_LOCK_DIR");
 }
 
-// Over a veth pair: gen's af_packet port in one namespace, a kernel AF_PACKET socket counting
-// in the other. The veth pair loses nothing at this rate, so the count and bytes match exactly.
-TEST_F(RawpipeGen, SendsOverVethToAKernelReader) {
+// Over a veth pair: gen's af_packet or af_xdp port in one namespace, a kernel AF_PACKET socket
+// counting in the other. The veth pair loses nothing at this rate, so the count and bytes match
+// exactly.
+class RawpipeGenVeth : public RawpipeGen, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(RawpipeGenVeth, SendsOverVethToAKernelReader) {
   if (auto why = netns_unavailable_reason()) GTEST_SKIP() << *why;
+  const std::string pmd = GetParam();
   auto ns_a = NetNs::create("rpgena");
   ASSERT_TRUE(ns_a) << ns_a.message();
   auto ns_b = NetNs::create("rpgenb");
@@ -235,8 +239,9 @@ TEST_F(RawpipeGen, SendsOverVethToAKernelReader) {
   const std::string a_if = pair->a().name, b_if = pair->b().name;
   const fs::path cfg = write("veth.toml", std::string("[[pools]]\nname = \"p\"\ncount = 4096\n[[ports]]\nname = \"synth0\"\n"
                                                       "pmd = \"synth\"\npool = \"p\"\nframe_size = 128\nsrc_ports = 8\n"
-                                                      "[[ports]]\nname = \"tx\"\npmd = \"af_packet\"\npool = \"p\"\n"
-                                                      "interface = \"") + a_if + "\"\n[[lcores]]\nrx = [\"synth0:0\", \"tx:0\"]\n");
+                                                      "[[ports]]\nname = \"tx\"\npmd = \"") +
+                                          pmd + "\"\npool = \"p\"\ninterface = \"" + a_if +
+                                          "\"\n[[lcores]]\nrx = [\"synth0:0\", \"tx:0\"]\n");
   // The reader: a raw socket on the far end, opened in its namespace before gen sends.
   int fd = -1;
   std::string err;
@@ -282,7 +287,10 @@ TEST_F(RawpipeGen, SendsOverVethToAKernelReader) {
   close(fd);
   EXPECT_EQ(got, sent);
   EXPECT_EQ(bytes, j["sent_bytes"].get<std::uint64_t>());
-  EXPECT_EQ(sent, kFrames) << "the af_packet tx ring refused frames at 100 kpps";
+  EXPECT_EQ(sent, kFrames) << "the " << pmd << " tx ring refused frames at 100 kpps";
 }
+
+INSTANTIATE_TEST_SUITE_P(Ports, RawpipeGenVeth, ::testing::Values("af_packet", "af_xdp"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace
