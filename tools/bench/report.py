@@ -49,7 +49,8 @@ def markdown(result):
     m = result["machine"]
     out = []
     out.append(f"Measured {result['finished_utc']} on {m['cpu_model']} ({m['cpus']} CPUs online), "
-               f"Linux {m['kernel']}, {m['memory_gib']:.0f} GiB RAM, DPDK {m['dpdk_version']}, "
+               f"Linux {m['kernel']}, {m['memory_gib']:.0f} GiB RAM, virtualization {m.get('virtualization', 'unknown')}, "
+               f"DPDK {m['dpdk_version']}, "
                f"rawpipe {m['git_commit']}{' (quick mode)' if result['quick'] else ''}; "
                f"{result['repetitions']} repetition(s) per figure in A B A B order, "
                f"{result['sample_seconds']} s per sample. Load average at start: {m['loadavg']}"
