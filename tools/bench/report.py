@@ -48,7 +48,8 @@ def ratio_text(row):
 def markdown(result):
     m = result["machine"]
     out = []
-    out.append(f"Measured {result['finished_utc']} on {m['cpu_model']} ({m['cpus']} CPUs online), "
+    cpu_id = f" ({m['cpu_id']})" if m.get("cpu_id") else ""
+    out.append(f"Measured {result['finished_utc']} on {m['cpu_model']}{cpu_id}, {m['cpus']} CPUs online, "
                f"Linux {m['kernel']}, {m['memory_gib']:.0f} GiB RAM, virtualization {m.get('virtualization', 'unknown')}, "
                f"DPDK {m['dpdk_version']}, "
                f"rawpipe {m['git_commit']}{' (quick mode)' if result['quick'] else ''}; "
