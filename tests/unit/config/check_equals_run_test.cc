@@ -18,6 +18,7 @@
 #include "rawpipe/pipeline.hh"
 #include "pipeline/port/registry.hh"
 #include "tests/support/build_tree.hh"
+#include "tests/support/sample_configs.hh"
 
 namespace rawpipe {
 namespace {
@@ -73,14 +74,6 @@ class CheckEqualsRun : public ::testing::Test {
   fs::path dir_;
 };
 
-std::vector<fs::path> sample_configs() {
-  std::vector<fs::path> out;
-  for (const auto& e : fs::directory_iterator(rawpipe::test::source_dir() / "configs"))
-    if (e.path().extension() == ".toml") out.push_back(e.path());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 std::string file_text(const fs::path& file) {
   std::ifstream in(file);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -102,13 +95,6 @@ std::string device_pmds(const Plan& plan) {
 // listed as skipped with the reason instead of passing unseen.
 class CheckEqualsRunSample : public CheckEqualsRun, public ::testing::WithParamInterface<fs::path> {};
 
-std::string sample_name(const ::testing::TestParamInfo<fs::path>& info) {
-  std::string name = info.param.stem().string();
-  for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return name;
-}
-
 TEST_P(CheckEqualsRunSample, SameVerdict) {
   const fs::path& f = GetParam();
   const std::string text = file_text(f);
@@ -120,12 +106,13 @@ TEST_P(CheckEqualsRunSample, SameVerdict) {
   expect_same(text, f.string());
 }
 
-INSTANTIATE_TEST_SUITE_P(Samples, CheckEqualsRunSample, ::testing::ValuesIn(sample_configs()), sample_name);
+INSTANTIATE_TEST_SUITE_P(Samples, CheckEqualsRunSample, ::testing::ValuesIn(rawpipe::test::sample_configs()),
+                         rawpipe::test::sample_test_name);
 
 // The per-sample comparisons skip device ports; enough samples must be left to compare in full.
 TEST(CheckEqualsRunSamples, AtLeastFourNeedNoDevice) {
   int comparable = 0;
-  for (const fs::path& f : sample_configs()) {
+  for (const fs::path& f : rawpipe::test::sample_configs()) {
     auto loaded = load_config_string(file_text(f), f.string(), options());
     ASSERT_TRUE(loaded) << f << ": " << loaded.message();
     comparable += device_pmds(loaded->plan).empty();

@@ -13,6 +13,7 @@
 
 #include "rawpipe/config.hh"
 #include "tests/support/build_tree.hh"
+#include "tests/support/sample_configs.hh"
 
 namespace rawpipe {
 namespace {
@@ -35,14 +36,6 @@ Ran run(const std::string& args, bool merge_stderr = true) {
   const int st = ::pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
-}
-
-std::vector<fs::path> sample_configs() {
-  std::vector<fs::path> out;
-  for (const auto& e : fs::directory_iterator(test::source_dir() / "configs"))
-    if (e.path().extension() == ".toml") out.push_back(e.path());
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 std::set<std::string> pmds_of(const fs::path& file) {
@@ -71,13 +64,6 @@ std::string host_ports(const fs::path& file) {
 // skipped with its reason, and a failing one is named by the test itself.
 class SampleConfig : public ::testing::TestWithParam<fs::path> {};
 
-std::string sample_name(const ::testing::TestParamInfo<fs::path>& info) {
-  std::string name = info.param.stem().string();
-  for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return name;
-}
-
 TEST_P(SampleConfig, CheckAcceptsIt) {
   const fs::path& f = GetParam();
   const Ran r = run("check " + f.string());
@@ -95,13 +81,14 @@ TEST_P(SampleConfig, RunsForASecond) {
       << f << ":\n" << r.out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Samples, SampleConfig, ::testing::ValuesIn(sample_configs()), sample_name);
+INSTANTIATE_TEST_SUITE_P(Samples, SampleConfig, ::testing::ValuesIn(rawpipe::test::sample_configs()),
+                         rawpipe::test::sample_test_name);
 
 // The per-sample runs skip whatever needs the host; this keeps the samples that run on every
 // machine from all turning into host-only ones unnoticed.
 TEST(SampleConfigs, AtLeastFourRunAnywhere) {
   int anywhere = 0;
-  for (const fs::path& f : sample_configs()) anywhere += host_ports(f).empty();
+  for (const fs::path& f : rawpipe::test::sample_configs()) anywhere += host_ports(f).empty();
   EXPECT_GE(anywhere, 4);  // the synth samples and the two device models at least
 }
 
