@@ -40,23 +40,26 @@ def thread_file(pid, prefix, name):
     return None
 
 
-def thread_ticks(pid, prefix):
-    """utime + stime (clock ticks) of the first thread of pid whose name starts with prefix."""
-    stat = thread_file(pid, prefix, "stat")
+def stat_ticks(stat):
+    """utime + stime (clock ticks) from the text of a /proc stat file; None for None."""
     if stat is None:
         return None
     fields = stat.rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])
 
 
+def thread_ticks(pid, prefix):
+    """utime + stime (clock ticks) of the first thread of pid whose name starts with prefix."""
+    return stat_ticks(thread_file(pid, prefix, "stat"))
+
+
 def process_ticks(pid):
     """utime + stime (clock ticks) of every thread of pid, live ones and those that ended."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+            return stat_ticks(f.read())
     except OSError:
         return None
-    return int(fields[11]) + int(fields[12])
 
 
 def thread_waited_ns(pid, prefix):

@@ -189,18 +189,21 @@ plot {', '.join(plot_parts)}
     # plot each so that neither set of bars crowds out the other.
     for scenario, name, title in (
             (5, "latency", "Round-trip latency percentiles without load: rawpipe echo and the kernel peer, same client"),
-            (9, "latency-load", "Round trips at 10/50/90% of the NDR of each port type, background from rawpipe gen")):
+            (9, "latency-load", "Round trips at 10/50/90% of the lower NDR of each pair, the same load from rawpipe gen on both sides")):
         lat = [r for r in rows if r.get("scenario") == scenario and r["unit"] == "us" and r["rawpipe"] and r["peer"]]
         if not lat:
             continue
         with open(os.path.join(out_dir, f"{name}.dat"), "w") as f:
             for r in lat:
-                label = r['id'].replace(f'{scenario}.', '', 1).replace('latency-', '', 1 if scenario == 9 else 0)
+                label = r["id"].split(".", 1)[1]
+                if scenario == 9:
+                    label = label.removeprefix("latency-")
                 f.write(f"\"{label}\" {r['rawpipe']['median']:.3f} {r['peer']['median']:.3f}\n")
         script = f"""
 set terminal pngcairo size 1400,640 noenhanced
 set output '{name}.png'
 set title '{title} (lower is better)'
+set rmargin 10
 set ylabel 'microseconds (log scale)'
 set logscale y
 set style data histograms
