@@ -71,6 +71,33 @@ def cpu_between(a, b, seconds):
     return total / TICKS / seconds, shares
 
 
+class ChildLog:
+    """A child's stdout and stderr in a file that the harness reads while the child writes. The child
+    writes through its own open file description (O_APPEND): handing it the reader's would share one
+    file offset, and every seek(0) before a read would put the child's next write over earlier
+    output, tearing or burying the answer being waited for."""
+
+    def __init__(self, path=None):
+        self.owned = path is None
+        if path is None:
+            fd, path = tempfile.mkstemp(prefix="rawpipe-bench-", suffix=".log")
+            os.close(fd)
+        self.path = path
+        self.writer = open(path, "a")
+
+    def text(self):
+        with open(self.path, errors="replace") as f:
+            return f.read()
+
+    def close(self):
+        self.writer.close()
+        if self.owned:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+
+
 def testpmd_eal(mbufs=8192):
     """EAL options of every DPDK process in the harness: no hugepages needed, no shared files, no
     telemetry socket, no PCI scan, so it runs on any Linux box and never collides with another
@@ -106,8 +133,8 @@ class Testpmd:
                                               "-i", f"--nb-cores={cores}", f"--rxq={cores}", f"--txq={cores}",
                                               f"--total-num-mbufs={mbufs}", f"--burst={burst}",
                                               "--forward-mode=rxonly"] + list(extra)
-        self.log = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(self.cmdline, stdin=subprocess.PIPE, stdout=self.log,
+        self.log = ChildLog()
+        self.proc = subprocess.Popen(self.cmdline, stdin=subprocess.PIPE, stdout=self.log.writer,
                                      stderr=subprocess.STDOUT, text=True)
         self._wait_for("testpmd>", 30)
 
@@ -115,8 +142,7 @@ class Testpmd:
         return " ".join(self.cmdline)
 
     def _output(self):
-        self.log.seek(0)
-        return self.log.read()
+        return self.log.text()
 
     def _wait_for(self, text, timeout, start=0):
         deadline = time.monotonic() + timeout
