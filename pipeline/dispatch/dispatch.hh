@@ -102,6 +102,7 @@ class Dispatcher {
   static constexpr std::uint16_t kUnused = 0xffff;
 
   std::uint16_t destination(Mbuf* m, std::uint8_t& reason) noexcept;
+  bool deliver_whole_burst(Mbuf** pkts, const Verdict* verdicts, unsigned n) noexcept;
   void deliver_run(std::uint16_t d, Mbuf** run, unsigned k, Mbuf** to_free, unsigned& n_free) noexcept;
 
   std::vector<Route> routes_;

@@ -32,6 +32,8 @@
 // Thread-safety: a packet's owner parses it; no shared state, no allocation.
 #pragma once
 
+#include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -250,34 +252,53 @@ RAWPIPE_ALWAYS_INLINE DropReason parse_frame(Mbuf* m, const std::uint8_t* d, uns
 // this frame the same result (tests/unit/parse compares the two on mutated frames).
 RAWPIPE_ALWAYS_INLINE bool parse_plain_udp4(Mbuf* m, const std::uint8_t* d, unsigned len) noexcept {
   constexpr unsigned kEth = sizeof(wire::EthernetHeader);
-  constexpr unsigned kHeaders = kEth + wire::kIpv4MinHeader + sizeof(wire::UdpHeader);
+  constexpr unsigned kL4 = kEth + wire::kIpv4MinHeader;
+  constexpr unsigned kHeaders = kL4 + sizeof(wire::UdpHeader);
   if (RAWPIPE_UNLIKELY(len < kHeaders)) return false;
-  const std::uint8_t* ip = d + kEth;
-  const unsigned total = wire::load_be16(ip + 2);
-  const unsigned ulen = wire::load_be16(ip + wire::kIpv4MinHeader + 4);
-  const bool plain = wire::load_be16(d + 12) == wire::kEtherTypeIpv4 && ip[0] == 0x45 &&
-                     (wire::load_be16(ip + 6) & (wire::kIpv4FlagMf | wire::kIpv4OffsetMask)) == 0 &&
-                     ip[9] == wire::kIpProtoUdp && total <= len - kEth && ulen >= sizeof(wire::UdpHeader) &&
-                     ulen <= total - wire::kIpv4MinHeader && total >= wire::kIpv4MinHeader + sizeof(wire::UdpHeader) &&
+  // Header bytes compared as they lie in the frame, several fields per compare: the EtherType with
+  // the version/IHL byte, and the fragment bits with the protocol (little-endian loads of
+  // big-endian bytes, hence the byte order of the constants).
+  static_assert(std::endian::native == std::endian::little);
+  std::uint32_t type_vihl;  // EtherType (2 bytes), version/IHL, TOS
+  std::memcpy(&type_vihl, d + kEth - 2, 4);
+  std::uint32_t frag_ttl_proto;  // flags/fragment offset (2 bytes), TTL, protocol
+  std::memcpy(&frag_ttl_proto, d + kEth + 6, 4);
+  constexpr std::uint32_t kIpv4NoOptions = 0x450008u;    // 08 00 45
+  constexpr std::uint32_t kMfOffsetProto = 0xff00ff3fu;  // MF + offset bits, protocol byte
+  constexpr std::uint32_t kWholeUdp = std::uint32_t{wire::kIpProtoUdp} << 24;
+  // Signed, so that one compare each bounds the UDP length by the IP length and that by the frame.
+  const int total = wire::load_be16(d + kEth + 2);
+  const int ulen = wire::load_be16(d + kL4 + 4);
+  const bool plain = (type_vihl & 0xffffffu) == kIpv4NoOptions && (frag_ttl_proto & kMfOffsetProto) == kWholeUdp &&
+                     ulen >= static_cast<int>(sizeof(wire::UdpHeader)) &&
+                     ulen + static_cast<int>(wire::kIpv4MinHeader) <= total &&
+                     total <= static_cast<int>(len - kEth) &&
                      (m->flags & (pkt_flag::kL3CsumBad | pkt_flag::kL4CsumBad)) == 0;
   if (RAWPIPE_UNLIKELY(!plain)) return false;
   std::uint64_t dst_mac;
   std::memcpy(&dst_mac, d, 8);
   std::uint16_t flags = m->flags & ~kParseFlags;
   flags |= (dst_mac & 0xffffffffffffull) == 0xffffffffffffull ? pkt_flag::kBroadcast : 0;
-  flags |= static_cast<std::uint8_t>(ip[16] - 0xe0u) < 0x10u ? pkt_flag::kMulticast : 0;
-  m->l3_off = kEth;
-  m->l4_off = kEth + wire::kIpv4MinHeader;
-  m->payload_off = kHeaders;
-  m->payload_len = static_cast<std::uint16_t>(ulen - sizeof(wire::UdpHeader));
-  m->vlan_tci[0] = 0;
-  m->vlan_tci[1] = 0;
-  m->flags = flags;
-  m->frag_off = 0;
-  m->l3_type = L3Type::kIpv4;
-  m->l4_proto = wire::kIpProtoUdp;
-  m->vlan_count = 0;
-  m->drop_reason = 0;
+  flags |= static_cast<std::uint8_t>(d[kEth + 16] - 0xe0u) < 0x10u ? pkt_flag::kMulticast : 0;
+  // The twenty bytes from l3_off to drop_reason in three stores instead of a store per field.
+  static_assert(offsetof(Mbuf, l4_off) == offsetof(Mbuf, l3_off) + 2 &&
+                offsetof(Mbuf, payload_off) == offsetof(Mbuf, l3_off) + 4 &&
+                offsetof(Mbuf, payload_len) == offsetof(Mbuf, l3_off) + 6 &&
+                offsetof(Mbuf, vlan_tci) == offsetof(Mbuf, l3_off) + 8 &&
+                offsetof(Mbuf, flags) == offsetof(Mbuf, l3_off) + 12 &&
+                offsetof(Mbuf, frag_off) == offsetof(Mbuf, l3_off) + 14 &&
+                offsetof(Mbuf, l3_type) == offsetof(Mbuf, l3_off) + 16 &&
+                offsetof(Mbuf, l4_proto) == offsetof(Mbuf, l3_off) + 17 &&
+                offsetof(Mbuf, vlan_count) == offsetof(Mbuf, l3_off) + 18 &&
+                offsetof(Mbuf, drop_reason) == offsetof(Mbuf, l3_off) + 19 && sizeof(L3Type) == 1);
+  const std::uint64_t offsets = std::uint64_t{kEth} | std::uint64_t{kL4} << 16 | std::uint64_t{kHeaders} << 32 |
+                                std::uint64_t(static_cast<unsigned>(ulen) - sizeof(wire::UdpHeader)) << 48;
+  const std::uint64_t tags_flags_frag = std::uint64_t{flags} << 32;  // no tags, not a fragment
+  const std::uint32_t kinds = static_cast<std::uint32_t>(L3Type::kIpv4) | std::uint32_t{wire::kIpProtoUdp} << 8;
+  auto* fields = reinterpret_cast<std::uint8_t*>(m) + offsetof(Mbuf, l3_off);
+  std::memcpy(fields, &offsets, 8);
+  std::memcpy(fields + 8, &tags_flags_frag, 8);
+  std::memcpy(fields + 16, &kinds, 4);  // l3_type, l4_proto, no VLAN, no drop
   return true;
 }
 
