@@ -100,4 +100,13 @@ inline void shadow_make_raw(rte_mbuf* m) noexcept {
   m->data_off = RTE_PKTMBUF_HEADROOM;
 }
 
+// The same for a shadow a driver has just received into as one segment: a valid mbuf with
+// nb_segs 1 has no next (rte_mbuf_check counts the chain against nb_segs) and a received one has
+// refcnt 1, so only what a driver writes on receive is undone. Leaving `next` alone matters:
+// it lies in the mbuf's second line, which receive drivers do not write.
+inline void shadow_make_raw_after_receive(rte_mbuf* m) noexcept {
+  m->ol_flags = RTE_MBUF_F_EXTERNAL;
+  m->data_off = RTE_PKTMBUF_HEADROOM;
+}
+
 }  // namespace rawpipe::dpdk

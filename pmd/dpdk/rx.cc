@@ -79,10 +79,14 @@ std::uint16_t rx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noex
   std::uint16_t out = 0;
   std::uint64_t bytes = 0;
   std::uint64_t copied = 0;
+  // Read once: the stores into the slots below could otherwise alias the queue.
+  const rte_mempool* const mp = q->mp;
+  const std::uint16_t rp_port = q->rp_port;
+  const std::uint16_t eth_queue = q->eth_queue;
   for (std::uint16_t i = 0; i < got; ++i) {
     rte_mbuf* m = ms[i];
     Mbuf* s;
-    if (RAWPIPE_LIKELY(m->pool == q->mp && m->nb_segs == 1)) {
+    if (RAWPIPE_LIKELY(m->pool == mp && m->nb_segs == 1)) {
       // The shadow's data lies inside its slot: the slot is the packet, no copy. The slot's header
       // was reset when the driver took it from the mempool.
       s = MbufBridge::slot_of(m);
@@ -90,7 +94,7 @@ std::uint16_t rx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noex
       s->data_len = m->data_len;
       take_offload_facts(s, m);
       // The shadow goes idle with its lines still in this core's cache (bridge.hh).
-      shadow_make_raw(m);
+      shadow_make_raw_after_receive(m);
     } else {
       spent[nspent++] = m;
       s = q->pool->alloc();
@@ -102,8 +106,8 @@ std::uint16_t rx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noex
       if (s == nullptr) continue;
       ++copied;
     }
-    s->port = q->rp_port;
-    s->queue = q->eth_queue;
+    s->port = rp_port;
+    s->queue = eth_queue;
     bytes += s->data_len;
     pkts[out++] = s;
   }
