@@ -128,6 +128,7 @@ Result<std::unique_ptr<Pool>> Pool::create(const PoolConfig& config) {
   std::memset(static_cast<void*>(&t), 0, sizeof(t));
   t.pool = pool.get();
   t.data_off = kMbufHeaderSize + config.headroom;
+  t.refcnt.store(1, std::memory_order_relaxed);
   t.endpoint = Mbuf::kNoEndpoint;
 
   // Writing every header also faults in every page, so the data path never takes a page fault.
@@ -242,9 +243,14 @@ bool Pool::alloc_bulk(Mbuf** out, unsigned n) noexcept {
     // another core freed them, their header lines are dirty in that core's cache: ask for them
     // (for writing, since reset() rewrites line 0) a whole burst ahead, so the transfers are done
     // before the next reset instead of stalling it.
-    for (unsigned i = 0; i < n && i < len; ++i) prefetchw(c->objs[len - 1 - i]);
+    Mbuf* const* next = &c->objs[len];
+    for (const Mbuf* const* stop = next - (n < len ? n : len); next != stop;) prefetchw(*--next);
   }
-  for (unsigned i = 0; i < n; ++i) reset(out[i]);
+  // The template read once: the stores into the buffers could otherwise alias it, and it would be
+  // loaded again for every buffer.
+  alignas(16) std::uint8_t line0[kResetBytes];
+  std::memcpy(line0, &line0_template_, sizeof line0);
+  for (unsigned i = 0; i < n; ++i) std::memcpy(static_cast<void*>(out[i]), line0, sizeof line0);
 #if RAWPIPE_MBUF_DEBUG
   audit_detail::on_alloc(out, n);
 #endif

@@ -105,15 +105,13 @@ class Pool {
   std::uint32_t available() const noexcept;
   std::uint32_t in_use() const noexcept { return count_ - available(); }
 
+  // Everything before the slot index comes from the template, refcnt 1 and no endpoint included;
+  // index and the second line stay as they are (a received packet's header then costs one cache
+  // line, not two). No other thread holds a buffer being reset, so refcnt needs no atomic store.
+  static constexpr std::size_t kResetBytes = offsetof(Mbuf, index);
   // Resets the header fields a fresh buffer must have; used by alloc_bulk and by PMDs whose
   // hardware hands buffers back without going through the free list.
-  void reset(Mbuf* m) const noexcept {
-    // Everything before refcnt comes from the template; index and the second line stay as they
-    // are (a received packet's header then costs one cache line, not two).
-    std::memcpy(static_cast<void*>(m), &line0_template_, offsetof(Mbuf, refcnt));
-    m->refcnt.store(1, std::memory_order_relaxed);
-    m->endpoint = Mbuf::kNoEndpoint;
-  }
+  void reset(Mbuf* m) const noexcept { std::memcpy(static_cast<void*>(m), &line0_template_, kResetBytes); }
 
  private:
   Pool() = default;

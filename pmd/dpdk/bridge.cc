@@ -268,7 +268,8 @@ int MbufBridge::dequeue(void** objs, unsigned n) noexcept {
       return -ENOBUFS;
     }
     // The shadows of free slots are raw already (see bridge.hh): handing them out touches none.
-    for (unsigned i = 0; i < c; ++i) objs[done + i] = shadows_[slots[i]->index];
+    rte_mbuf* const* shadows = shadows_.data();  // read once: objs could alias the vector
+    for (unsigned i = 0; i < c; ++i) objs[done + i] = shadows[slots[i]->index];
     done += c;
   }
   return 0;
