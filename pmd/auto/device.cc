@@ -161,13 +161,13 @@ Result<std::unique_ptr<PortSpec>> parse(ConfigSection& section) {
 }  // namespace auto_pmd
 
 namespace {
-const KeyDoc kAutoDocs[] = {
+const KeyDoc kAutoKeyDocs[] = {
     {"interface", "string", "an interface name", "required", "interface to open with the best driver that works"},
     {"ladder", "string list", "\"mlx5\", \"mana\", \"af_xdp\", \"af_packet\", \"socket\"", "all, in that order",
      "drivers to try, in order"},
 };
 }  // namespace
-const KeyTable kAutoKeys{"auto", "[[ports]] pmd = \"auto\"", "the best driver for an interface", kAutoDocs};
+const KeyTable kAutoKeys{"auto", "[[ports]] pmd = \"auto\"", "the best driver for an interface", kAutoKeyDocs};
 
 const PmdDriver kAutoDriver{
     .name = "auto",
