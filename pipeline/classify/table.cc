@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "rawpipe/drop_reason.hh"
+#include "pipeline/parse/udp4_key.hh"
 #include "pipeline/wire/wire.hh"
 
 namespace rawpipe {
@@ -191,9 +192,12 @@ RAWPIPE_ALWAYS_INLINE std::uint64_t v4_key5_lo(std::uint32_t dst, std::uint32_t 
 RAWPIPE_ALWAYS_INLINE std::uint64_t v4_key5_hi(std::uint32_t ports, std::uint8_t proto) noexcept {
   return ports | std::uint64_t{proto} << 32;
 }
-RAWPIPE_ALWAYS_INLINE std::uint64_t v4_key3(std::uint32_t dst, std::uint32_t ports, std::uint8_t proto) noexcept {
+RAWPIPE_ALWAYS_INLINE constexpr std::uint64_t v4_key3(std::uint32_t dst, std::uint32_t ports,
+                                                       std::uint8_t proto) noexcept {
   return dst | std::uint64_t{proto} << 32 | std::uint64_t{ports >> 16} << 48;
 }
+// Parse's key of a plain UDP frame is this layout's 3-tuple key (pipeline/parse/udp4_key.hh).
+static_assert(udp4_key(0x0a0b0c0du | std::uint64_t{0x13881234u} << 32) == v4_key3(0x0a0b0c0du, 0x13881234u, 17));
 RAWPIPE_ALWAYS_INLINE std::uint32_t v4_hash5(std::uint64_t k0, std::uint64_t k1) noexcept {
   return static_cast<std::uint32_t>(_mm_crc32_u64(_mm_crc32_u64(0x9e3779b9u, k0), k1));
 }
@@ -446,13 +450,12 @@ enum class Pass : std::uint8_t {
 };
 }  // namespace
 
-void ClassifyTable::classify_burst(Mbuf* const* pkts, unsigned n) const noexcept {
-  if (memo_v4_ && v4_relevant_.wide)
-    classify_v4_memo<true>(pkts, n);
-  else if (memo_v4_)
-    classify_v4_memo<false>(pkts, n);
-  else
-    classify_grouped(pkts, n);
+std::uint16_t ClassifyTable::classify_burst(Mbuf* const* pkts, unsigned n, const std::uint64_t* udp4_keys) const noexcept {
+  if (memo_v4_ && v4_relevant_.wide) return classify_v4_memo<true, false>(pkts, n, nullptr);
+  if (memo_v4_ && udp4_keys) return classify_v4_memo<false, true>(pkts, n, udp4_keys);
+  if (memo_v4_) return classify_v4_memo<false, false>(pkts, n, nullptr);
+  classify_grouped(pkts, n);
+  return Mbuf::kNoEndpoint;
 }
 
 // The result for an IPv4 packet with ports whose relevant fields did not repeat: the 3-tuple slot
@@ -475,20 +478,49 @@ __attribute__((noinline)) const RuleHit* ClassifyTable::resolve_v4(const Mbuf* m
 //
 // Narrow tables (no rule looks at the source, the VLAN or the ingress port; the usual case) key
 // the memo on the 3-tuple key word itself, masked; wide ones on three words.
-template <bool kWide>
-void ClassifyTable::classify_v4_memo(Mbuf* const* pkts, unsigned n) const noexcept {
+//
+// With parse's keys (kKeyed), a plain UDP frame's 3-tuple key comes ready from parse, and the
+// packet's header fields and data are not read at all.
+template <bool kWide, bool kKeyed>
+std::uint16_t ClassifyTable::classify_v4_memo(Mbuf* const* pkts, unsigned n, const std::uint64_t* udp4_keys) const noexcept {
+  static_assert(!(kWide && kKeyed), "a wide memo compares fields the key does not carry");
   const std::uint8_t no_match = default_.endpoint == Mbuf::kNoEndpoint ? static_cast<std::uint8_t>(DropReason::kNoMatch) : 0;
   const V4Relevance rel = v4_relevant_;
   // No packet has these keys: bits 40-47 of a 3-tuple key and bits 53-63 of a wide key's second
   // word are always zero.
   std::uint64_t last_k0 = ~std::uint64_t{0}, last_k1 = ~std::uint64_t{0}, last_k2 = 0;
   const RuleHit* last_hit = nullptr;
+  // Every packet so far alive and given last_hit, which matched: the burst has one endpoint.
+  bool one_hit = true;
   for (unsigned i = 0; i < n; ++i) {
     Mbuf* m = pkts[i];
+    const RuleHit* r;
+    if constexpr (kKeyed) {
+      const std::uint64_t key3 = udp4_keys[i];
+      if (key3 != kNoUdp4Key) [[likely]] {
+        const std::uint64_t k0 = key3 & rel.key3;
+        if (k0 == last_k0) [[likely]] {
+          r = last_hit;
+        } else {
+          r = resolve_v4(m, key3);
+          one_hit &= i == 0 || r == last_hit;
+          last_k0 = k0;
+          last_hit = r;
+        }
+        if (r) [[likely]] {
+          assign_hit(m, r->endpoint, r->flow_tag != 0, r->flow_tag);
+        } else {
+          m->endpoint = default_.endpoint;
+          m->drop_reason = no_match;
+          one_hit = false;
+        }
+        continue;
+      }
+    }
+    one_hit = false;
     if (m->drop_reason != 0) [[unlikely]]
       continue;
     const std::uint8_t proto = m->l4_proto;
-    const RuleHit* r;
     if (m->l3_type == L3Type::kIpv4 && m->l4_off != 0 && m->frag_off == 0 && (proto == kProtoUdp || proto == kProtoTcp))
         [[likely]] {
       const std::uint8_t* d = m->data();
@@ -529,6 +561,7 @@ void ClassifyTable::classify_v4_memo(Mbuf* const* pkts, unsigned n) const noexce
       m->drop_reason = no_match;
     }
   }
+  return one_hit && n != 0 ? last_hit->endpoint : Mbuf::kNoEndpoint;
 }
 
 void ClassifyTable::classify_grouped(Mbuf* const* pkts, unsigned n) const noexcept {

@@ -88,7 +88,14 @@ class ClassifyTable {
   // kNoMatch for those that match nothing when the default is drop. Packets already dropped by
   // parse are left alone. Sets flow_tag (and pkt_flag::kFlowTag) from the rule when the rule has
   // a non-zero tag. Reads only the table and the packets; no allocation.
-  void classify_burst(Mbuf* const* pkts, unsigned n) const noexcept;
+  //
+  // udp4_keys, when given, is parse's key of each packet (parse_burst with keys): plain UDP
+  // frames are then classified from it alone. Returns the endpoint of the whole burst when the
+  // table can tell cheaply that every packet is alive and went to that one endpoint (the lcore
+  // then hands the burst over without looking at each packet again), Mbuf::kNoEndpoint when not
+  // or when it cannot tell.
+  std::uint16_t classify_burst(Mbuf* const* pkts, unsigned n, const std::uint64_t* udp4_keys) const noexcept;
+  void classify_burst(Mbuf* const* pkts, unsigned n) const noexcept { (void)classify_burst(pkts, n, nullptr); }
 
   // Looks one packet up; returns what the matching rule yields, or nullptr.
   const RuleHit* lookup(const Mbuf* m) const noexcept;
@@ -134,8 +141,8 @@ class ClassifyTable {
   const RuleHit* match_view(const PacketView& v, std::uint32_t h5, std::uint32_t h3) const noexcept;
   const RuleHit* match_v4_exact(const PacketView& v) const noexcept;
   const RuleHit* check_candidates(std::uint32_t first, std::uint32_t count, const PacketView& v) const noexcept;
-  template <bool kWide>
-  void classify_v4_memo(Mbuf* const* pkts, unsigned n) const noexcept;
+  template <bool kWide, bool kKeyed>
+  std::uint16_t classify_v4_memo(Mbuf* const* pkts, unsigned n, const std::uint64_t* udp4_keys) const noexcept;
   const RuleHit* resolve_v4(const Mbuf* m, std::uint64_t key3) const noexcept;
   void classify_grouped(Mbuf* const* pkts, unsigned n) const noexcept;
 

@@ -144,26 +144,28 @@ void Dispatcher::deliver_run(std::uint16_t d, Mbuf** run, unsigned k, Mbuf** to_
 // endpoint, an action that rewrites or transmits) returns false having changed nothing.
 RAWPIPE_ALWAYS_INLINE bool Dispatcher::deliver_whole_burst(Mbuf** pkts, const Verdict* verdicts, unsigned n) noexcept {
   const std::uint16_t e = pkts[0]->endpoint;
-  if (e >= n_endpoints_) return false;
-  const EndpointAction action = routes_[e].action;
-  if (action != EndpointAction::kSink && action != EndpointAction::kRing) return false;
+  if (!takes_whole_bursts(e)) return false;
   static_assert(static_cast<unsigned>(Verdict::kRecv) == 0);
   unsigned differs = 0;
   for (unsigned i = 0; i < n; ++i)
     differs |= static_cast<unsigned>(verdicts[i]) | pkts[i]->drop_reason | (pkts[i]->endpoint ^ e);
   if (differs != 0) return false;
+  deliver_burst_to(e, pkts, n);
+  return true;
+}
+
+void Dispatcher::deliver_burst_to(std::uint16_t e, Mbuf** pkts, unsigned n) noexcept {
   LcoreCounters& c = *counters_;
-  if (action == EndpointAction::kSink) {
+  if (routes_[e].action == EndpointAction::kSink) {
     c.delivered_per_endpoint[e].add(n);
     c.delivered.add(n);
     mbuf_free_bulk(pkts, n);
-    return true;
+    return;
   }
   Mbuf* to_free[kMaxBurst];
   unsigned n_free = 0;
   deliver_run(e, pkts, n, to_free, n_free);
   if (n_free) mbuf_free_bulk(to_free, n_free);
-  return true;
 }
 
 void Dispatcher::dispatch_burst(Mbuf** pkts, const Verdict* verdicts, unsigned n) noexcept {

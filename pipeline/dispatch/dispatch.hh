@@ -80,6 +80,16 @@ class Dispatcher {
   // The array is scratch afterwards: a burst that all goes to one place is handed on from it.
   void dispatch_burst(Mbuf** pkts, const Verdict* verdicts, unsigned n) noexcept;
 
+  // Whether deliver_burst_to() takes bursts for endpoint e: a sink or a ring.
+  bool takes_whole_bursts(std::uint16_t e) const noexcept {
+    return e < n_endpoints_ &&
+           (routes_[e].action == EndpointAction::kSink || routes_[e].action == EndpointAction::kRing);
+  }
+  // A burst the classifier found bound, every packet alive, for endpoint e, with no stage after
+  // it that could change a verdict: consumed as dispatch_burst would with every verdict kRecv,
+  // without looking at each packet again. Only for an e that takes_whole_bursts().
+  void deliver_burst_to(std::uint16_t e, Mbuf** pkts, unsigned n) noexcept;
+
   // Control path: the lcore's capture taps, which see the drops decided here (endpoint ring
   // full, tx failed) on that rare path only. Null: none.
   void set_taps(LcoreTaps* taps) noexcept { taps_ = taps; }

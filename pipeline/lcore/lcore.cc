@@ -74,9 +74,26 @@ RAWPIPE_ALWAYS_INLINE unsigned Lcore::poll_queue(const RxQueue& q, const Classif
   c.bursts.add(1);
   c.rx_packets.add(n);
   if (taps_) [[unlikely]] taps_->on_rx(pkts, n);
-  c.rx_bytes.add(parse_burst(pkts, n));
+  std::uint64_t udp4_keys[kMaxBurst];
+  c.rx_bytes.add(parse_burst(pkts, n, udp4_keys));
   if constexpr (kTimed) lap(Stage::kParse);
-  table->classify_burst(pkts, n);
+  const std::uint16_t one_endpoint = table->classify_burst(pkts, n, udp4_keys);
+  // The whole burst alive and bound for one endpoint, and no stage after classify that could
+  // change that: no verdicts to make, nothing for dispatch to look at per packet.
+  if (one_endpoint != Mbuf::kNoEndpoint && neigh_ == nullptr && (filters_ == nullptr || !filters_->active()) &&
+      taps_ == nullptr &&
+      dispatcher_->takes_whole_bursts(one_endpoint)) [[likely]] {
+    if constexpr (kTimed) {
+      lap(Stage::kClassify);
+      lap(Stage::kFilter);
+    }
+    dispatcher_->deliver_burst_to(one_endpoint, pkts, n);
+    if constexpr (kTimed) {
+      lap(Stage::kDispatch);
+      latency_->record(Stage::kBurst, t1 - t0, got);
+    }
+    return got;
+  }
   make_verdicts(pkts, verdicts, n);
   if (neigh_) [[unlikely]] n = neigh_->run(q.port, pkts, verdicts, n);
   if constexpr (kTimed) lap(Stage::kClassify);

@@ -41,12 +41,16 @@
 #include "rawpipe/compiler.hh"
 #include "rawpipe/drop_reason.hh"
 #include "pipeline/wire/wire.hh"
+#include "pipeline/parse/udp4_key.hh"
 
 namespace rawpipe {
 
 // Parses n packets in place (fields above) and returns the sum of their data_len. Prefetches the
 // data of packets ahead in the burst.
 std::uint64_t parse_burst(Mbuf* const* pkts, unsigned n) noexcept;
+
+// parse_burst() that also writes keys[i] = parse_packet_keyed(pkts[i]), for the classifier.
+std::uint64_t parse_burst(Mbuf* const* pkts, unsigned n, std::uint64_t* keys) noexcept;
 
 // Single-packet form of parse_burst, inlined into callers that already loop over packets.
 RAWPIPE_ALWAYS_INLINE void parse_packet(Mbuf* m) noexcept;
@@ -246,11 +250,15 @@ RAWPIPE_ALWAYS_INLINE DropReason parse_frame(Mbuf* m, const std::uint8_t* d, uns
 }
 
 // The frame most traffic is: untagged Ethernet, IPv4 without options or fragmentation, UDP, with
-// consistent lengths and no checksum verdict from the PMD. Recognised with a handful of loads and
-// one combined test, and written with no field stored twice (the VPP ip4-input "x1 fast path"
-// idea); anything else, including every malformed frame, goes through parse_frame, which gives
-// this frame the same result (tests/unit/parse compares the two on mutated frames).
-RAWPIPE_ALWAYS_INLINE bool parse_plain_udp4(Mbuf* m, const std::uint8_t* d, unsigned len) noexcept {
+// consistent lengths, no checksum verdict from the PMD, a unicast destination MAC and a unicast
+// destination address. Recognised with a
+// handful of loads and one combined test, and written with no field stored twice (the VPP
+// ip4-input "x1 fast path" idea); anything else, including every malformed frame and every frame
+// that gets the kBroadcast or kMulticast flag, goes through parse_frame, which gives this frame the
+// same result (tests/unit/parse compares the two on mutated frames). On success `dst_ports` holds
+// the frame's bytes 30-37 (destination address, source port, destination port) as loaded.
+RAWPIPE_ALWAYS_INLINE bool parse_plain_udp4(Mbuf* m, const std::uint8_t* d, unsigned len,
+                                            std::uint64_t& dst_ports) noexcept {
   constexpr unsigned kEth = sizeof(wire::EthernetHeader);
   constexpr unsigned kL4 = kEth + wire::kIpv4MinHeader;
   constexpr unsigned kHeaders = kL4 + sizeof(wire::UdpHeader);
@@ -263,23 +271,23 @@ RAWPIPE_ALWAYS_INLINE bool parse_plain_udp4(Mbuf* m, const std::uint8_t* d, unsi
   std::memcpy(&type_vihl, d + kEth - 2, 4);
   std::uint32_t frag_ttl_proto;  // flags/fragment offset (2 bytes), TTL, protocol
   std::memcpy(&frag_ttl_proto, d + kEth + 6, 4);
+  std::memcpy(&dst_ports, d + kEth + 16, 8);
   constexpr std::uint32_t kIpv4NoOptions = 0x450008u;    // 08 00 45
   constexpr std::uint32_t kMfOffsetProto = 0xff00ff3fu;  // MF + offset bits, protocol byte
   constexpr std::uint32_t kWholeUdp = std::uint32_t{wire::kIpProtoUdp} << 24;
   // Signed, so that one compare each bounds the UDP length by the IP length and that by the frame.
   const int total = wire::load_be16(d + kEth + 2);
   const int ulen = wire::load_be16(d + kL4 + 4);
+  // A broadcast MAC has the group bit set; an IP multicast address starts with 1110.
+  const bool group_mac = (d[0] & 1u) != 0;
+  const bool multicast_ip = (dst_ports & 0xf0u) == 0xe0u;
   const bool plain = (type_vihl & 0xffffffu) == kIpv4NoOptions && (frag_ttl_proto & kMfOffsetProto) == kWholeUdp &&
                      ulen >= static_cast<int>(sizeof(wire::UdpHeader)) &&
                      ulen + static_cast<int>(wire::kIpv4MinHeader) <= total &&
-                     total <= static_cast<int>(len - kEth) &&
+                     total <= static_cast<int>(len - kEth) && !group_mac && !multicast_ip &&
                      (m->flags & (pkt_flag::kL3CsumBad | pkt_flag::kL4CsumBad)) == 0;
   if (RAWPIPE_UNLIKELY(!plain)) return false;
-  std::uint64_t dst_mac;
-  std::memcpy(&dst_mac, d, 8);
-  std::uint16_t flags = m->flags & ~kParseFlags;
-  flags |= (dst_mac & 0xffffffffffffull) == 0xffffffffffffull ? pkt_flag::kBroadcast : 0;
-  flags |= static_cast<std::uint8_t>(d[kEth + 16] - 0xe0u) < 0x10u ? pkt_flag::kMulticast : 0;
+  const std::uint16_t flags = m->flags & ~kParseFlags;
   // The twenty bytes from l3_off to drop_reason in three stores instead of a store per field.
   static_assert(offsetof(Mbuf, l4_off) == offsetof(Mbuf, l3_off) + 2 &&
                 offsetof(Mbuf, payload_off) == offsetof(Mbuf, l3_off) + 4 &&
@@ -335,8 +343,22 @@ RAWPIPE_ALWAYS_INLINE void parse_packet_general(Mbuf* m) noexcept {
 
 RAWPIPE_ALWAYS_INLINE void parse_packet(Mbuf* m) noexcept {
   const unsigned len = m->data_len < 0xffffu ? m->data_len : 0xffffu;
-  if (RAWPIPE_LIKELY(parse_detail::parse_plain_udp4(m, m->data(), len))) return;
+  std::uint64_t dst_ports;
+  if (RAWPIPE_LIKELY(parse_detail::parse_plain_udp4(m, m->data(), len, dst_ports))) return;
   parse_packet_general(m);
+}
+
+// parse_packet() that also returns the packet's UDP 3-tuple key (udp4_key.hh): the destination
+// address and port of a plain IPv4 UDP frame, which the fast path has just loaded, or kNoUdp4Key.
+// `general` parses the other frames: parse_packet_general itself, or an out-of-line copy of it
+// for a loop that should not carry the general parse's registers and loads around its fast path.
+template <typename General>
+RAWPIPE_ALWAYS_INLINE std::uint64_t parse_packet_keyed(Mbuf* m, General&& general) noexcept {
+  const unsigned len = m->data_len < 0xffffu ? m->data_len : 0xffffu;
+  std::uint64_t dst_ports;
+  if (RAWPIPE_LIKELY(parse_detail::parse_plain_udp4(m, m->data(), len, dst_ports))) return udp4_key(dst_ports);
+  general(m);
+  return kNoUdp4Key;
 }
 
 }  // namespace rawpipe

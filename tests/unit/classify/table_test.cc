@@ -291,10 +291,23 @@ TEST_F(TableTest, BurstClassifyAgreesWithLookupPacketByPacket) {
           if (next() % 4 == 0) pick = next() % frames.size();  // runs of one frame, then a change
           burst.push_back(testing::load_frame(*pool_, frames[pick], static_cast<std::uint16_t>(next() % 2)));
         }
-        parse_burst(burst.data(), 64);
-        t->classify_burst(burst.data(), 64);
+        // Odd rounds as the lcore runs it: parse's keys handed to classify, and the burst's one
+        // endpoint, when classify names one, true of every packet.
+        std::uint16_t one = kNone;
+        if (round % 2) {
+          std::uint64_t keys[64];
+          parse_burst(burst.data(), 64, keys);
+          one = t->classify_burst(burst.data(), 64, keys);
+        } else {
+          parse_burst(burst.data(), 64);
+          t->classify_burst(burst.data(), 64);
+        }
         for (int i = 0; i < 64; ++i) {
           Mbuf* m = burst[i];
+          if (one != kNone) {
+            ASSERT_EQ(m->drop_reason, 0) << "rule set " << set << " round " << round << " packet " << i;
+            ASSERT_EQ(m->endpoint, one) << "rule set " << set << " round " << round << " packet " << i;
+          }
           if (m->drop_reason != 0 && m->drop_reason != static_cast<std::uint8_t>(DropReason::kNoMatch)) continue;
           const RuleHit* hit = t->lookup(m);
           ASSERT_EQ(m->endpoint, hit ? hit->endpoint : dflt) << "rule set " << set << " round " << round << " packet " << i;
@@ -310,6 +323,33 @@ TEST_F(TableTest, BurstClassifyAgreesWithLookupPacketByPacket) {
       }
     }
   }
+  EXPECT_EQ(pool_->in_use(), 0u);
+}
+
+// The burst's one endpoint: named when every packet is a plain UDP frame that one rule matched,
+// and not when a packet went elsewhere, matched nothing, was dropped by parse or came without a key.
+TEST_F(TableTest, KeyedBurstNamesItsOneEndpointOnlyWhenEveryPacketWentThere) {
+  auto t = table({{7, "udp dst *:5000"}, {2, "udp dst 10.0.0.2:6000"}});
+  auto run = [&](const std::vector<Frame>& frames, bool keyed = true) {
+    std::vector<Mbuf*> burst;
+    for (int i = 0; i < 32; ++i) burst.push_back(testing::load_frame(*pool_, frames[i % frames.size()]));
+    std::uint64_t keys[32];
+    parse_burst(burst.data(), 32, keys);
+    const std::uint16_t one = t->classify_burst(burst.data(), 32, keyed ? keys : nullptr);
+    mbuf_free_bulk(burst.data(), 32);
+    return one;
+  };
+  const Frame to_5000 = udp_frame("10.9.9.9", 40, "10.0.0.1", 5000);
+  const Frame other_source = udp_frame("10.9.9.8", 41, "10.0.0.3", 5000);
+  EXPECT_EQ(run({to_5000}), 7);
+  EXPECT_EQ(run({to_5000, other_source}), 7);
+  EXPECT_EQ(run({to_5000}, false), kNone);  // without keys the table does not tell
+  EXPECT_EQ(run({to_5000, udp_frame("10.9.9.9", 40, "10.0.0.2", 6000)}), kNone);
+  EXPECT_EQ(run({to_5000, udp_frame("10.9.9.9", 40, "10.0.0.2", 6001)}), kNone);  // no match
+  EXPECT_EQ(run({to_5000, udp_frame("10.9.9.9", 40, "10.0.0.1", 5000, 7)}), kNone);  // VLAN: no key
+  Frame bad = to_5000;
+  bad[14] = 0x44;  // IHL 4: parse drops it
+  EXPECT_EQ(run({to_5000, bad}), kNone);
   EXPECT_EQ(pool_->in_use(), 0u);
 }
 

@@ -89,6 +89,7 @@ TEST_F(ParseTest, FastPathAgreesWithTheGeneralParseOnMutatedUdpFrames) {
   const std::array<unsigned, 12> hot = {0, 5, 12, 13, 14, 16, 17, 20, 21, 23, 30, 38};
   std::mt19937 rng(7);
   unsigned fast = 0;
+  unsigned keyed_frames = 0;
   for (int iter = 0; iter < 20000; ++iter) {
     Bytes f = bytes_of(g::kUdp4);
     const int edits = static_cast<int>(rng() % 3);
@@ -98,15 +99,35 @@ TEST_F(ParseTest, FastPathAgreesWithTheGeneralParseOnMutatedUdpFrames) {
     }
     if (rng() % 8 == 0) f.resize(rng() % (f.size() + 1));
     const std::uint16_t rx_flags = rng() % 16 == 0 ? (rng() % 2 ? kL3CsumBad : kL4CsumBad) : kRssHash;
-    Mbuf* m = parse(f, rx_flags);
+    Mbuf* m = guarded_->place(f);
+    m->flags = rx_flags;
+    const std::uint64_t key = parse_packet_keyed(m, parse_packet_general);
+    const Parsed keyed = parsed(m);
+    m = parse(f, rx_flags);
     const Parsed quick = parsed(m);
     m = guarded_->place(f);
     m->flags = rx_flags;
     parse_packet_general(m);
     ASSERT_EQ(quick, parsed(m)) << "iteration " << iter << ", " << f.size() << " bytes";
+    ASSERT_EQ(keyed, parsed(m)) << "iteration " << iter << ", " << f.size() << " bytes";
+    // A key only for an untagged, unfragmented IPv4 UDP frame parse kept, and then exactly its
+    // destination address and port.
+    if (key != kNoUdp4Key) {
+      ASSERT_EQ(quick.drop_reason, 0) << "iteration " << iter;
+      ASSERT_EQ(quick.l4_proto, wire::kIpProtoUdp) << "iteration " << iter;
+      ASSERT_EQ(quick.l3_off, 14) << "iteration " << iter;
+      ASSERT_EQ(quick.l4_off, 34) << "iteration " << iter;
+      ASSERT_EQ(quick.flags & (kIpFragment | kVlan), 0) << "iteration " << iter;
+      const std::uint64_t dst = std::uint64_t{f[30]} | std::uint64_t{f[31]} << 8 | std::uint64_t{f[32]} << 16 |
+                                std::uint64_t{f[33]} << 24;
+      const std::uint64_t dport = std::uint64_t{f[36]} | std::uint64_t{f[37]} << 8;
+      ASSERT_EQ(key, dst | std::uint64_t{17} << 32 | dport << 48) << "iteration " << iter;
+      ++keyed_frames;
+    }
     fast += quick.drop_reason == 0 && quick.l4_proto == wire::kIpProtoUdp && quick.vlan_count == 0;
   }
   EXPECT_GT(fast, 5000u);  // the unmutated shape stays common enough to exercise the fast path
+  EXPECT_GT(keyed_frames, 5000u);
 }
 
 // ---- golden frames: every field ----
