@@ -3,6 +3,7 @@
 #include <nmmintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <map>
@@ -234,7 +235,9 @@ std::size_t table_capacity(std::size_t keys) { return std::bit_ceil(std::max<std
 }  // namespace
 
 Result<std::unique_ptr<ClassifyTable>> ClassifyTable::build(const std::vector<TableRule>& rules, TableDefault dflt) {
+  static std::atomic<std::uint64_t> last_id{0};
   std::unique_ptr<ClassifyTable> t(new ClassifyTable());
+  t->id_ = last_id.fetch_add(1, std::memory_order_relaxed) + 1;
   t->default_ = dflt;
   // [0] IPv6 5-tuple, [1] IPv6 3-tuple (FlowKey tables); IPv4 ones keyed by their packed words.
   std::map<FlowKey, std::vector<CompiledRule>, KeyLess> groups[2];
@@ -450,10 +453,11 @@ enum class Pass : std::uint8_t {
 };
 }  // namespace
 
-std::uint16_t ClassifyTable::classify_burst(Mbuf* const* pkts, unsigned n, const std::uint64_t* udp4_keys) const noexcept {
-  if (memo_v4_ && v4_relevant_.wide) return classify_v4_memo<true, false>(pkts, n, nullptr);
-  if (memo_v4_ && udp4_keys) return classify_v4_memo<false, true>(pkts, n, udp4_keys);
-  if (memo_v4_) return classify_v4_memo<false, false>(pkts, n, nullptr);
+std::uint16_t ClassifyTable::classify_burst(Mbuf* const* pkts, unsigned n, const std::uint64_t* udp4_keys,
+                                            ClassifyMemo* memo) const noexcept {
+  if (memo_v4_ && v4_relevant_.wide) return classify_v4_memo<true, false>(pkts, n, nullptr, nullptr);
+  if (memo_v4_ && udp4_keys) return classify_v4_memo<false, true>(pkts, n, udp4_keys, memo);
+  if (memo_v4_) return classify_v4_memo<false, false>(pkts, n, nullptr, nullptr);
   classify_grouped(pkts, n);
   return Mbuf::kNoEndpoint;
 }
@@ -482,7 +486,8 @@ __attribute__((noinline)) const RuleHit* ClassifyTable::resolve_v4(const Mbuf* m
 // With parse's keys (kKeyed), a plain UDP frame's 3-tuple key comes ready from parse, and the
 // packet's header fields and data are not read at all.
 template <bool kWide, bool kKeyed>
-std::uint16_t ClassifyTable::classify_v4_memo(Mbuf* const* pkts, unsigned n, const std::uint64_t* udp4_keys) const noexcept {
+std::uint16_t ClassifyTable::classify_v4_memo(Mbuf* const* pkts, unsigned n, const std::uint64_t* udp4_keys,
+                                              ClassifyMemo* memo) const noexcept {
   static_assert(!(kWide && kKeyed), "a wide memo compares fields the key does not carry");
   const std::uint8_t no_match = default_.endpoint == Mbuf::kNoEndpoint ? static_cast<std::uint8_t>(DropReason::kNoMatch) : 0;
   const V4Relevance rel = v4_relevant_;
@@ -490,6 +495,10 @@ std::uint16_t ClassifyTable::classify_v4_memo(Mbuf* const* pkts, unsigned n, con
   // word are always zero.
   std::uint64_t last_k0 = ~std::uint64_t{0}, last_k1 = ~std::uint64_t{0}, last_k2 = 0;
   const RuleHit* last_hit = nullptr;
+  if (memo != nullptr && memo->table_id == id_) {
+    last_k0 = memo->key;
+    last_hit = memo->hit;
+  }
   // Every packet so far alive and given last_hit, which matched: the burst has one endpoint.
   bool one_hit = true;
   for (unsigned i = 0; i < n; ++i) {
@@ -561,6 +570,7 @@ std::uint16_t ClassifyTable::classify_v4_memo(Mbuf* const* pkts, unsigned n, con
       m->drop_reason = no_match;
     }
   }
+  if (memo != nullptr) *memo = ClassifyMemo{id_, last_k0, last_hit};
   return one_hit && n != 0 ? last_hit->endpoint : Mbuf::kNoEndpoint;
 }
 

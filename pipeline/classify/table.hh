@@ -79,6 +79,15 @@ struct TableDefault {
   std::uint16_t endpoint = Mbuf::kNoEndpoint;  // kNoEndpoint: drop with kNoMatch
 };
 
+// What one reader's last IPv4 lookup found, kept from one burst to the next (a burst of a busy
+// flow would otherwise start with a full lookup). Owned by the reader (an lcore); valid only for
+// the table that wrote it, which a table tells by an id no other table ever has.
+struct ClassifyMemo {
+  std::uint64_t table_id = 0;
+  std::uint64_t key = ~std::uint64_t{0};
+  const RuleHit* hit = nullptr;
+};
+
 class ClassifyTable {
  public:
   // Control path. Fails only for a rule naming a port by name that was not resolved to an id.
@@ -94,7 +103,9 @@ class ClassifyTable {
   // table can tell cheaply that every packet is alive and went to that one endpoint (the lcore
   // then hands the burst over without looking at each packet again), Mbuf::kNoEndpoint when not
   // or when it cannot tell.
-  std::uint16_t classify_burst(Mbuf* const* pkts, unsigned n, const std::uint64_t* udp4_keys) const noexcept;
+  // `memo`, when given, carries the last lookup's result over to the caller's next burst.
+  std::uint16_t classify_burst(Mbuf* const* pkts, unsigned n, const std::uint64_t* udp4_keys,
+                               ClassifyMemo* memo = nullptr) const noexcept;
   void classify_burst(Mbuf* const* pkts, unsigned n) const noexcept { (void)classify_burst(pkts, n, nullptr); }
 
   // Looks one packet up; returns what the matching rule yields, or nullptr.
@@ -142,7 +153,8 @@ class ClassifyTable {
   const RuleHit* match_v4_exact(const PacketView& v) const noexcept;
   const RuleHit* check_candidates(std::uint32_t first, std::uint32_t count, const PacketView& v) const noexcept;
   template <bool kWide, bool kKeyed>
-  std::uint16_t classify_v4_memo(Mbuf* const* pkts, unsigned n, const std::uint64_t* udp4_keys) const noexcept;
+  std::uint16_t classify_v4_memo(Mbuf* const* pkts, unsigned n, const std::uint64_t* udp4_keys,
+                                 ClassifyMemo* memo) const noexcept;
   const RuleHit* resolve_v4(const Mbuf* m, std::uint64_t key3) const noexcept;
   void classify_grouped(Mbuf* const* pkts, unsigned n) const noexcept;
 
@@ -164,6 +176,7 @@ class ClassifyTable {
   V4Relevance v4_relevant_;
   // No IPv4 5-tuple keys, and the 3-tuple ones fit in L1: classify_v4_memo().
   bool memo_v4_ = false;
+  std::uint64_t id_ = 0;  // unique among every table this process builds (ClassifyMemo)
 };
 
 }  // namespace rawpipe

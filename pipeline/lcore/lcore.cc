@@ -77,7 +77,7 @@ RAWPIPE_ALWAYS_INLINE unsigned Lcore::poll_queue(const RxQueue& q, const Classif
   std::uint64_t udp4_keys[kMaxBurst];
   c.rx_bytes.add(parse_burst(pkts, n, udp4_keys));
   if constexpr (kTimed) lap(Stage::kParse);
-  const std::uint16_t one_endpoint = table->classify_burst(pkts, n, udp4_keys);
+  const std::uint16_t one_endpoint = table->classify_burst(pkts, n, udp4_keys, &classify_memo_);
   // The whole burst alive and bound for one endpoint, and no stage after classify that could
   // change that: no verdicts to make, nothing for dispatch to look at per packet.
   if (one_endpoint != Mbuf::kNoEndpoint && neigh_ == nullptr && (filters_ == nullptr || !filters_->active()) &&

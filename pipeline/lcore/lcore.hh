@@ -130,6 +130,7 @@ class Lcore {
   std::vector<RxQueue> rx_;
   std::unique_ptr<Dispatcher> dispatcher_;
   Classifier* classifier_ = nullptr;
+  ClassifyMemo classify_memo_;
   std::vector<Pool*> pools_;
   FilterStage* filters_ = nullptr;
   LcoreTaps* taps_ = nullptr;
