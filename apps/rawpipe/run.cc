@@ -46,6 +46,9 @@ static_assert(std::atomic<Pipeline*>::is_always_lock_free);
 // with the ring consumer, and each wake-up takes that CPU away from it. -1 when there is none.
 std::atomic<int> g_stop_wake_fd{-1};
 static_assert(std::atomic<int>::is_always_lock_free);
+// Set by the first stop signal; read when the handlers are taken down.
+std::atomic<bool> g_stop_signalled{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
 
 // True when fd is a pipe or socket whose reader went away (poll reports POLLERR for a pipe with no
 // reader). Async-signal-safe.
@@ -74,6 +77,7 @@ extern "C" void on_stop_signal(int sig) {
     }
     errno = saved;
   }
+  g_stop_signalled.store(true, std::memory_order_relaxed);
   if (Pipeline* p = g_pipeline.load(std::memory_order_relaxed)) p->request_stop();
   if (const int fd = g_stop_wake_fd.load(std::memory_order_relaxed); fd >= 0) {
     const int saved = errno;
@@ -98,7 +102,13 @@ class SignalGuard {
     for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &sa, &old_[i]);
   }
   ~SignalGuard() {
-    for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &old_[i], nullptr);
+    // A run a signal stopped ends with this process: a repeat of the signal that arrives from here
+    // on (a service manager's second SIGTERM, a second Ctrl-C) must not turn the orderly exit,
+    // summary and JSON written, into a death by signal. Otherwise the old dispositions return.
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    const bool stopping = g_stop_signalled.load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], stopping ? &ignore : &old_[i], nullptr);
     g_pipeline.store(nullptr, std::memory_order_relaxed);
     g_stop_wake_fd.store(-1, std::memory_order_relaxed);
     if (wake_fd_ >= 0) ::close(wake_fd_);

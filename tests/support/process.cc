@@ -52,6 +52,8 @@ int wait_process(pid_t pid, WaitLimits limits) {
   bool interrupted = false;
   int status = 0;
   while (waitpid(pid, &status, WNOHANG) != pid) {
+    // Not yet reaped, so the pid is still this process's child: the signal cannot reach another.
+    if (limits.repeat_signal != 0) kill(pid, limits.repeat_signal);
     const auto elapsed = std::chrono::steady_clock::now() - start;
     if (!interrupted && limits.interrupt_after.count() >= 0 && elapsed > limits.interrupt_after) {
       kill(pid, SIGINT);
@@ -64,7 +66,7 @@ int wait_process(pid_t pid, WaitLimits limits) {
                     << std::chrono::duration_cast<std::chrono::seconds>(limits.timeout).count() << " s";
       return -1;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(limits.repeat_signal != 0 ? 1 : 10));
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

@@ -32,6 +32,9 @@ struct WaitLimits {
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   // Sends SIGINT once this long has passed (the way a person stops `rawpipe run`); negative: never.
   std::chrono::milliseconds interrupt_after{-1};
+  // Sent again every millisecond until the process ends (0: none): a stop repeated for as long as
+  // the process takes to go, so that one lands in every stage of its exit.
+  int repeat_signal = 0;
 };
 
 // The exit status, 128 + the signal that ended it, or -1 when the time limit ran out (the process
