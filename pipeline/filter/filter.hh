@@ -93,14 +93,14 @@ class FilterStage {
   // latency in TSC cycles. Control path, any thread; lcores never wait for it.
   std::vector<FilterStats> stats() const;
 
+  // Whether run() would call anything now (a set published later applies from the next burst).
+  bool active() const noexcept { return current_.load(std::memory_order_acquire)->active; }
+
   // Lcore: drops the packets of endpoints that are not offloaded, runs the filters of (port,
   // queue) and of the packets' endpoints over pkts[0..n) and rewrites verdicts. Invalid verdicts
   // become kDrop with drop_reason kFilterInvalidVerdict.
   // `lcore` selects the counters written (the caller's index, < lcores); `timed` also records
   // each callback's cycles per packet (the lcore's sampled polls, pipeline/stats/stage_latency.hh).
-  // Whether run() would call anything now (a set published later applies from the next burst).
-  bool active() const noexcept { return current_.load(std::memory_order_acquire)->active; }
-
   void run(std::uint16_t port, std::uint16_t queue, Mbuf* const* pkts, Verdict* verdicts, unsigned n,
            unsigned lcore = 0, bool timed = false) noexcept {
     // Acquire pairs with the release in publish(): the set's vectors are fully built.

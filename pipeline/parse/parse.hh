@@ -251,12 +251,12 @@ RAWPIPE_ALWAYS_INLINE DropReason parse_frame(Mbuf* m, const std::uint8_t* d, uns
 
 // The frame most traffic is: untagged Ethernet, IPv4 without options or fragmentation, UDP, with
 // consistent lengths, no checksum verdict from the PMD, a unicast destination MAC and a unicast
-// destination address. Recognised with a
-// handful of loads and one combined test, and written with no field stored twice (the VPP
-// ip4-input "x1 fast path" idea); anything else, including every malformed frame and every frame
-// that gets the kBroadcast or kMulticast flag, goes through parse_frame, which gives this frame the
-// same result (tests/unit/parse compares the two on mutated frames). On success `dst_ports` holds
-// the frame's bytes 30-37 (destination address, source port, destination port) as loaded.
+// destination address. Recognised with a handful of loads and one combined test, and written with
+// no field stored twice (the VPP ip4-input "x1 fast path" idea); anything else, including every
+// malformed frame and every frame that gets the kBroadcast or kMulticast flag, goes through
+// parse_frame, which gives this frame the same result (tests/unit/parse compares the two on
+// mutated frames). On success `dst_ports` holds the frame's bytes 30-37 (destination address,
+// source port, destination port) as loaded.
 RAWPIPE_ALWAYS_INLINE bool parse_plain_udp4(Mbuf* m, const std::uint8_t* d, unsigned len,
                                             std::uint64_t& dst_ports) noexcept {
   constexpr unsigned kEth = sizeof(wire::EthernetHeader);
