@@ -9,12 +9,13 @@
 // does better to publish once per several bursts (Lcore, kPassesPerPublish).
 //
 // The consumer measures it, not the lcore: the lcore's loads queue behind its own traffic (the
-// packets, the pool), where the consumer's poll of the tail is mostly alone. Every few receives it
-// times its look at the tail; when the look finds more than the last one did, the lcore wrote the
-// line since this core read it, so the load fetched it from the lcore's core. The smallest of a
-// window of such loads is the crossing with nothing in front of it (an interrupt or a contended
-// line only lengthens a sample), and each window decides near or far on its own, so the verdict
-// follows the threads when a scheduler or a hypervisor moves them.
+// packets, the pool), where the consumer's poll of the tail is mostly alone. It times its looks at
+// the tails the lcore stores plainly (a far consumer's other tails are streamed past the caches,
+// EndpointRing::publish_streaming): the lcore wrote that line since this core read it, so the
+// load fetched it from the lcore's core. The smallest of a window of such loads is the crossing
+// with nothing in front of it (an interrupt or a contended line only lengthens a sample), and each
+// window decides near or far on its own, so the verdict follows the threads when a scheduler or a
+// hypervisor moves them.
 #pragma once
 
 #include <x86intrin.h>

@@ -28,6 +28,11 @@ void free_slots(Mbuf* const* bufs, unsigned n) noexcept { mbuf_free_bulk(bufs, n
 void publish(const Dispatcher::Route& r) noexcept {
   if (r.ring->publish() && r.wake) r.wake->after_enqueue();
 }
+
+// The same for a ring whose consumer is far: its tail is streamed (EndpointRing::publish_streaming).
+void publish_far(const Dispatcher::Route& r) noexcept {
+  if (r.ring->publish_streaming() && r.wake) r.wake->after_enqueue();
+}
 }  // namespace
 
 void Dispatcher::follow_consumers() noexcept {
@@ -41,9 +46,17 @@ void Dispatcher::follow_consumers() noexcept {
   }
 }
 
-void Dispatcher::publish_held() noexcept {
-  for (const std::uint16_t d : ring_routes_)
-    if (routes_[d].held) publish(routes_[d]);
+void Dispatcher::publish_held(bool idle) noexcept {
+  for (const std::uint16_t d : ring_routes_) {
+    if (!routes_[d].held) continue;
+    publish_far(routes_[d]);
+    // No later publication may come to push the tail out.
+    if (idle) routes_[d].ring->settle();
+  }
+}
+
+void Dispatcher::prefetch_given_back() noexcept {
+  for (const std::uint16_t d : ring_routes_) routes_[d].ring->prefetch_given_back();
 }
 
 unsigned Dispatcher::reclaim_given_back(unsigned max) noexcept {
@@ -97,7 +110,7 @@ void Dispatcher::deliver_run(std::uint16_t d, Mbuf** run, unsigned k, Mbuf** to_
         const unsigned queued = r.ring->enqueue_burst_unpublished(from, count);
         // Never more than half the ring held back: a small ring would otherwise fill with
         // packets its consumer cannot see yet, and drop the next ones as endpoint_ring_full.
-        if (r.ring->unpublished() >= r.ring->capacity() / 2) publish(r);
+        if (r.ring->unpublished() >= r.ring->capacity() / 2) publish_far(r);
         return queued;
       };
       done = enqueue(run, k);

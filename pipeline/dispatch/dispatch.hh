@@ -96,17 +96,20 @@ class Dispatcher {
 
   // Publication of ring endpoints' tails (the lcore's thread). A run queued to a ring whose
   // consumer is near is published at once; one whose consumer is far (consumer_distance.hh) is
-  // held back until publish_held(), which the lcore calls once per few passes.
+  // held back until publish_held(), which the lcore calls once per few passes and on each idle
+  // pass (`idle`), and then published with a streaming store (EndpointRing::publish_streaming).
   // follow_consumers() takes each consumer's latest verdict (publishing what a ring held when
   // its consumer comes near); stop_holding() publishes everything and holds nothing more.
   void follow_consumers() noexcept;
   bool holding() const noexcept { return held_routes_ != 0; }
   bool has_ring_routes() const noexcept { return !ring_routes_.empty(); }
-  void publish_held() noexcept;
+  void publish_held(bool idle) noexcept;
   void stop_holding() noexcept;
   // Frees up to `max` packets per ring endpoint that the consumer gave back in order
   // (EndpointRing::give_back), from this lcore's own ring slots. Returns how many slots came free.
   unsigned reclaim_given_back(unsigned max) noexcept;
+  // Asks for the lines of the consumers' tails, which reclaim_given_back() loads next.
+  void prefetch_given_back() noexcept;
 
  private:
   static constexpr std::uint16_t kUnused = 0xffff;

@@ -39,10 +39,9 @@ struct EndpointRings {
   unsigned next = 0;
   unsigned last = 0;
   bool closed = false;
-  // By lcore: how far the consumer is from it (consumer_distance.hh), measured in one receive of
-  // kReceivesPerDistanceSample. Guarded by busy, but for the verdict the lcore reads.
+  // By lcore: how far the consumer is from it (consumer_distance.hh), measured on the looks that
+  // find a plainly stored tail (receive()). Guarded by busy, but for the verdict the lcore reads.
   std::vector<std::unique_ptr<ConsumerDistance>> distance;
-  unsigned receives = 0;
 };
 
 class EndpointQueues {
@@ -84,17 +83,21 @@ class EndpointQueues {
     if (!lock_consumer(r.busy)) return 0;
     const unsigned rings = static_cast<unsigned>(r.per_lcore.size());
     unsigned got = 0;
-    const bool timed = ++r.receives % kReceivesPerDistanceSample == 0;
     for (unsigned i = 0; i < rings && got < n; ++i) {
       unsigned idx = r.next + i;
       if (idx >= rings) idx -= rings;
       EndpointRing& ring = *r.per_lcore[idx];
-      if (timed) [[unlikely]] {
-        const unsigned seen = ring.readable_seen();
+      // Only a tail stored plainly was fetched from the lcore's core; a streamed one
+      // (EndpointRing::publish_streaming) comes from memory, or from a line the hardware
+      // prefetcher has already brought, and says nothing about the distance. The lcore stores
+      // plainly every tail that crosses a multiple of kPlainTailEvery, so the looks that may
+      // find one are timed, and those that did are the samples.
+      const std::uint32_t before = ring.tail_seen();
+      if (EndpointRing::kPlainTailEvery - (before & (EndpointRing::kPlainTailEvery - 1)) <= kTimedLookLead) [[unlikely]] {
         const std::uint64_t t0 = ConsumerDistance::tsc_before();
-        const unsigned fresh = ring.look_readable();
+        (void)ring.look_readable();
         const std::uint64_t t1 = ConsumerDistance::tsc_after();
-        if (fresh > seen) r.distance[idx]->sample(t1 - t0);
+        if (EndpointRing::crosses_plain_mark(before, ring.tail_seen())) r.distance[idx]->sample(t1 - t0);
       }
       // An application that holds what it received, or frees it without endpoint_release,
       // gives nothing back. Loans take no queue room, but they take slots: past a quarter of
@@ -176,8 +179,10 @@ class EndpointQueues {
     return queued;
   }
 
-  // The fences of a timed look cost the consumer tens of cycles: one receive in 16 pays them.
-  static constexpr unsigned kReceivesPerDistanceSample = 16;
+  // The fences of a timed look cost the consumer tens of cycles, so only the looks whose tail
+  // is within this many packets of the next plainly stored one pay them. A publication held back
+  // for a far consumer carries about 256 packets at 32-packet bursts, a near one a burst.
+  static constexpr std::uint32_t kTimedLookLead = 512;
 
   std::vector<std::unique_ptr<EndpointRings>> rings_;  // by endpoint id; null for non-ring endpoints
   std::vector<std::unique_ptr<EndpointWake>> wakes_;   // by endpoint id; null for non-ring endpoints

@@ -116,7 +116,15 @@ void Lcore::free_returns(bool idle) noexcept {
   // per pass, and taken on the next visit from this core's cache. An idle pass has time to spare
   // and takes everything at once.
   for (MbufRing* ring : returns_) ring->read_ahead(return_lines_per_pass_);
-  if (++passes_ < passes_per_return_look_ && !idle) return;
+  if (++passes_ < passes_per_return_look_ && !idle) {
+    // The consumers' tails are asked for half a look early. A far consumer moves its tail only
+    // in answer to a publication (once per kPassesPerPublish passes, which is one look at
+    // 32-packet bursts), so by then it has written the line and leaves it alone until the
+    // next, and the line arrives before the look. Loaded cold, it held the lcore up for a
+    // whole crossing at every look.
+    if (passes_ == passes_per_return_look_ / 2) dispatcher_->prefetch_given_back();
+    return;
+  }
   passes_ = 0;
   // What came back in order waits in the endpoint rings' own slots, on lines this core wrote:
   // only the consumer's tail has to cross.
@@ -138,7 +146,7 @@ void Lcore::publish_rings(bool idle) noexcept {
   if (!dispatcher_->holding()) return;
   if (++passes_since_publish_ < kPassesPerPublish && !idle) return;
   passes_since_publish_ = 0;
-  dispatcher_->publish_held();
+  dispatcher_->publish_held(idle);
 }
 
 unsigned Lcore::poll_once() noexcept {

@@ -14,6 +14,8 @@
 // producer, which wrote those slots and still has them in its cache, reclaims them from there.
 // Nothing travels back on a second ring. Elements the consumer keeps for good, or gives back out
 // of order, are blanked in their slots (T{}) so that reclaim() passes them over.
+// A single producer may also hold back its tail and publish it later, and write it past the caches
+// for a consumer on a distant core (publish_streaming()).
 // Multi-producer enqueue follows DPDK's rte_ring: claim a range by CAS on the head, fill it, then
 // wait for earlier claimers to publish before moving the tail. That wait is bounded by the other
 // producer's copy loop, never by a consumer.
@@ -22,6 +24,7 @@
 // all n or none. All data-path calls are noexcept and never allocate.
 #pragma once
 
+#include <immintrin.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -87,19 +90,56 @@ class Ring {
   // Single producer: elements enqueued and not yet published.
   std::uint32_t unpublished() const noexcept {
     static_assert(kProd == Sync::kSingle, "only the single producer may hold back its tail");
-    // Relaxed: both are this thread's own stores.
-    return prod_.head.load(std::memory_order_relaxed) - prod_.tail.load(std::memory_order_relaxed);
+    // Relaxed: this thread's own store.
+    return prod_.head.load(std::memory_order_relaxed) - prod_.published;
   }
   // Single producer: makes every element enqueued so far visible to the consumer. Returns whether
   // any was not yet (the tail moved).
   bool publish() noexcept {
     static_assert(kProd == Sync::kSingle, "only the single producer may hold back its tail");
     const std::uint32_t head = prod_.head.load(std::memory_order_relaxed);
-    // Relaxed: this thread is the tail's only writer, so the load reads its own last store.
-    if (prod_.tail.load(std::memory_order_relaxed) == head) return false;
-    // R1, as in enqueue.
-    prod_.tail.store(head, std::memory_order_release);
+    if (prod_.published == head) return false;
+    store_tail(head);
     return true;
+  }
+  // Single producer, for a consumer on a distant core: publishes as publish() does, but writes
+  // the tail with a non-temporal store. The consumer polls the tail, so its line sits in the
+  // consumer's cache; a plain store must first take it back from there, and the stores behind it
+  // wait a whole crossing in this core's store queue. A streaming store leaves the line to memory
+  // and holds up nothing. The tail reaches the consumer when the core drains its write-combining
+  // buffer: at once in practice, and at the latest with the next publication or settle().
+  // A tail that crosses a multiple of kPlainTailEvery is stored plainly, so that the consumer
+  // can still time a crossing between the cores (EndpointQueues::receive).
+  bool publish_streaming() noexcept {
+    static_assert(kProd == Sync::kSingle, "only the single producer may hold back its tail");
+    const std::uint32_t head = prod_.head.load(std::memory_order_relaxed);
+    const std::uint32_t last = prod_.published;
+    if (last == head) return false;
+    prod_.published = head;
+    // R1 for a streaming store, which the release order of plain stores does not cover: the slot
+    // stores, and an earlier streamed tail, are visible before this tail.
+    _mm_sfence();
+    if (crosses_plain_mark(last, head)) {
+      prod_.streamed = false;
+      prod_.tail.store(head, std::memory_order_release);
+    } else {
+      prod_.streamed = true;
+      _mm_stream_si32(reinterpret_cast<int*>(&prod_.tail), static_cast<int>(head));
+    }
+    return true;
+  }
+  // Single producer: a tail written by publish_streaming() is visible when this returns, so an
+  // idle producer leaves none waiting in its write-combining buffer.
+  void settle() noexcept {
+    static_assert(kProd == Sync::kSingle, "only the single producer may hold back its tail");
+    if (!prod_.streamed) return;
+    _mm_sfence();
+    prod_.streamed = false;
+  }
+  // Tails that cross a multiple of this are stored plainly by publish_streaming().
+  static constexpr std::uint32_t kPlainTailEvery = 2048;
+  static constexpr bool crosses_plain_mark(std::uint32_t from, std::uint32_t to) noexcept {
+    return ((from ^ to) & ~(kPlainTailEvery - 1)) != 0;
   }
 
   [[nodiscard]] unsigned dequeue_burst(T* objs, unsigned n) noexcept { return dequeue<false>(objs, n); }
@@ -208,6 +248,16 @@ class Ring {
     static_assert(kCons == Sync::kSingle, "the consumer-side cache is single-consumer state");
     return cons_.cached_prod - cons_.head.load(std::memory_order_relaxed);
   }
+  // Single consumer: the producer's tail as of the last look.
+  std::uint32_t tail_seen() const noexcept {
+    static_assert(kCons == Sync::kSingle, "the consumer-side cache is single-consumer state");
+    return cons_.cached_prod;
+  }
+  // Lending ring, producer: asks for the line of the consumer's tail, which reclaim() loads next.
+  void prefetch_given_back() const noexcept {
+    static_assert(kLends, "only a lending ring's producer reads the consumer's tail");
+    prefetch0(&cons_.tail);
+  }
   // Single producer: asks, for writing, for the slot lines the next `slots` enqueues will fill,
   // as far as they are known to be free (the consumer's last seen tail), without loading anything.
   // The consumer read those lines last, so they sit in its core's cache: asked for now, they move
@@ -309,7 +359,10 @@ class Ring {
       wait_for_turn(prod_.tail, head);
     }
     // R1: pairs with A2 (consumer's acquire of prod_.tail): the slot writes above become visible.
-    if constexpr (kPublish) prod_.tail.store(head + n, std::memory_order_release);
+    if constexpr (kPublish) {
+      if constexpr (kProd == Sync::kSingle) store_tail(head + n);
+      else prod_.tail.store(head + n, std::memory_order_release);
+    }
     return n;
   }
 
@@ -375,6 +428,18 @@ class Ring {
     return n;
   }
 
+  // Single producer: the plain publication of `tail` (R1, as in enqueue).
+  RAWPIPE_ALWAYS_INLINE void store_tail(std::uint32_t tail) noexcept {
+    // A streamed tail still in the write-combining buffer could otherwise land after this store
+    // and move the tail back.
+    if (prod_.streamed) [[unlikely]] {
+      _mm_sfence();
+      prod_.streamed = false;
+    }
+    prod_.published = tail;
+    prod_.tail.store(tail, std::memory_order_release);
+  }
+
   // Calls f(first slot, offset into the caller's array, count) for the one or two contiguous runs
   // of slots that hold elements [head, head + n).
   template <typename F>
@@ -426,6 +491,11 @@ class Ring {
     std::atomic<std::uint32_t> head{0};
     std::uint32_t cached_cons = 0;  // single-producer only; a lending ring's reclaim index
     std::uint32_t cached_received = 0;  // lending ring only: the consumer's head last seen
+    // Single-producer only: the tail as this thread last stored it, read here rather than from
+    // the tail's line, which a streaming store leaves out of this core's cache; and whether that
+    // store was streamed and may not be visible yet.
+    std::uint32_t published = 0;
+    bool streamed = false;
     alignas(kFalseSharingRange) std::atomic<std::uint32_t> tail{0};
   };
   struct alignas(kFalseSharingRange) Consumer {

@@ -143,7 +143,7 @@ TEST_F(DispatchTest, RunsToAFarConsumerWaitForTheLcoresPublication) {
   run(first);
   EXPECT_EQ(counters_->delivered_per_endpoint[kEpRing].load(), 3u);
   EXPECT_EQ(ring_->dequeue_burst(out, 8), 0u) << "held back until the lcore publishes";
-  dispatcher_->publish_held();
+  dispatcher_->publish_held(false);
   ASSERT_EQ(ring_->dequeue_burst(out, 8), 3u);
   mbuf_free_bulk(out, 3);
 

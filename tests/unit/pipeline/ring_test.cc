@@ -140,6 +140,42 @@ TEST(Ring, UnpublishedElementsStayInvisibleUntilPublished) {
   for (int i = 0; i < 7; ++i) EXPECT_EQ(out[i], expect[i]) << i;
 }
 
+// A tail published with a streaming store is seen like a plain one, by this thread at once, and
+// a plain publication after it (a consumer that came near) carries on from it.
+TEST(Ring, StreamedTailsPublishLikePlainOnes) {
+  using R = SpscRing<std::uint32_t>;
+  auto ring = std::move(R::create(8192)).value();
+  std::uint32_t in[R::kPlainTailEvery];
+  std::iota(std::begin(in), std::end(in), 0u);
+  std::uint32_t out[R::kPlainTailEvery];
+  EXPECT_FALSE(ring->publish_streaming()) << "nothing to publish";
+  ASSERT_EQ(ring->enqueue_burst_unpublished(in, 100), 100u);
+  EXPECT_EQ(ring->look_readable(), 0u);
+  EXPECT_TRUE(ring->publish_streaming());
+  EXPECT_EQ(ring->unpublished(), 0u);
+  EXPECT_FALSE(ring->publish_streaming()) << "published already";
+  EXPECT_EQ(ring->look_readable(), 100u);
+  EXPECT_EQ(ring->tail_seen(), 100u);
+  // The next publication crosses the first mark and is stored plainly; the one after is streamed
+  // again, and settle() leaves nothing in flight.
+  ASSERT_EQ(ring->enqueue_burst_unpublished(in, R::kPlainTailEvery - 50), R::kPlainTailEvery - 50);
+  EXPECT_TRUE(R::crosses_plain_mark(100, R::kPlainTailEvery + 50));
+  EXPECT_TRUE(ring->publish_streaming());
+  ASSERT_EQ(ring->enqueue_burst_unpublished(in, 10), 10u);
+  EXPECT_FALSE(R::crosses_plain_mark(R::kPlainTailEvery + 50, R::kPlainTailEvery + 60));
+  EXPECT_TRUE(ring->publish_streaming());
+  ring->settle();
+  EXPECT_EQ(ring->look_readable(), R::kPlainTailEvery + 60);
+  ASSERT_EQ(ring->enqueue_burst(in, 5), 5u) << "a plain publication after a streamed one";
+  EXPECT_EQ(ring->look_readable(), R::kPlainTailEvery + 65);
+  std::uint32_t taken = 0;
+  for (unsigned n; (n = ring->dequeue_burst(out, R::kPlainTailEvery)) != 0;) taken += n;
+  EXPECT_EQ(taken, R::kPlainTailEvery + 65);
+  // Marks are crossed across the wrap of the 32-bit indices too.
+  EXPECT_TRUE(R::crosses_plain_mark(0xffffff00u, 0x10u));
+  EXPECT_FALSE(R::crosses_plain_mark(0xffffff00u, 0xffffff80u));
+}
+
 template <typename RingT>
 void run_producers_consumers(unsigned producers, unsigned consumers) {
   constexpr std::uint64_t kPerProducer = 200000;
@@ -321,10 +357,15 @@ TEST_F(LendingRingTest, GiveBackStopsAtAMismatchInTheSecondSpanOfAWrap) {
   EXPECT_EQ(reclaim(*ring), (std::vector<int*>{at(0), at(1), at(2), at(3)}));
 }
 
+// How the producer of the concurrency test below publishes: with every burst, as for a near
+// consumer; or, as for a far one, held back and published every few bursts with a streaming store
+// (a plain one across each mark), and now and then plainly, as when the consumer comes near.
+enum class Publication { kEveryBurst, kHeldAndStreamed };
+
 // One thread lends and gives back, mostly in order, now and then keeping a loan or giving a
 // burst back in a different order; the other queues and reclaims. Every element must reach the
 // producer's reclaim exactly once unless the consumer kept it, and arrive at the consumer in order.
-TEST_F(LendingRingTest, EveryElementIsReclaimedOnceOrKeptUnderConcurrency) {
+void lend_and_reclaim_concurrently(Publication publication) {
   constexpr unsigned kItems = 300000;
   std::vector<int> items(kItems);
   std::vector<std::uint8_t> reclaimed(kItems, 0);
@@ -333,6 +374,7 @@ TEST_F(LendingRingTest, EveryElementIsReclaimedOnceOrKeptUnderConcurrency) {
   std::atomic<bool> consumer_done{false};
   std::thread producer([&] {
     unsigned sent = 0;
+    unsigned bursts = 0;
     auto on_reclaim = [&](int* const* slots, unsigned n) {
       for (unsigned i = 0; i < n; ++i)
         if (slots[i]) ++reclaimed[static_cast<std::size_t>(slots[i] - items.data())];
@@ -342,9 +384,18 @@ TEST_F(LendingRingTest, EveryElementIsReclaimedOnceOrKeptUnderConcurrency) {
       int* v[16];
       unsigned n = 0;
       for (; n < 16 && sent + n < kItems; ++n) v[n] = &items[sent + n];
-      sent += ring->enqueue_burst(v, n);
+      if (publication == Publication::kEveryBurst) {
+        sent += ring->enqueue_burst(v, n);
+      } else {
+        sent += ring->enqueue_burst_unpublished(v, n);
+        // Never wait for room with everything held back: the consumer could not give any back.
+        if (++bursts % 97 == 0) (void)ring->publish();
+        else if (bursts % 3 == 0 || ring->unpublished() >= ring->capacity() / 2) (void)ring->publish_streaming();
+      }
       (void)ring->reclaim(32, on_reclaim);
     }
+    (void)ring->publish_streaming();
+    ring->settle();
     while (!consumer_done.load(std::memory_order_acquire)) (void)ring->reclaim(64, on_reclaim);
     (void)ring->reclaim(64, on_reclaim);
   });
@@ -380,6 +431,14 @@ TEST_F(LendingRingTest, EveryElementIsReclaimedOnceOrKeptUnderConcurrency) {
   producer.join();
   ASSERT_EQ(failure, "");
   for (unsigned i = 0; i < kItems; ++i) ASSERT_EQ(reclaimed[i] + kept[i], 1) << "element " << i;
+}
+
+TEST(LendingRing, EveryElementIsReclaimedOnceOrKeptUnderConcurrency) {
+  lend_and_reclaim_concurrently(Publication::kEveryBurst);
+}
+
+TEST(LendingRing, HeldAndStreamedTailsLoseAndRepeatNothingUnderConcurrency) {
+  lend_and_reclaim_concurrently(Publication::kHeldAndStreamed);
 }
 
 static_assert(noexcept(std::declval<SpscRing<int>&>().enqueue_burst(nullptr, 0)));
