@@ -22,8 +22,11 @@ namespace {
 
 std::atomic<TrafficGenerator*> g_gen{nullptr};
 static_assert(std::atomic<TrafficGenerator*>::is_always_lock_free);
+std::atomic<bool> g_gen_stop_signalled{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
 
 extern "C" void on_gen_signal(int) {
+  g_gen_stop_signalled.store(true, std::memory_order_relaxed);
   if (TrafficGenerator* g = g_gen.load(std::memory_order_relaxed)) g->request_stop();
 }
 
@@ -107,8 +110,14 @@ int gen_command(const GenOptions& options) {
   }
   const GeneratorCounts end_of_window = gen->counts();
   gen->stop();
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
+  // A run a signal stopped ends with this process: a repeat of the signal from here on (a second
+  // Ctrl-C, a service manager's second SIGTERM) must not cut the summary short and turn the
+  // orderly exit into a death by signal. Otherwise the old dispositions return.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  const bool stopping = g_gen_stop_signalled.load(std::memory_order_relaxed);
+  sigaction(SIGINT, stopping ? &ignore : &old_int, nullptr);
+  sigaction(SIGTERM, stopping ? &ignore : &old_term, nullptr);
   g_gen.store(nullptr, std::memory_order_relaxed);
   const GeneratorCounts c = gen->counts();
   for (const std::string& n : gen->notices()) fmt::print(stderr, "rawpipe gen: {}\n", n);

@@ -222,6 +222,30 @@ TEST_F(RawpipeGen, ClaimsItsCpuAsARunDoes) {
   unsetenv("RAWPIPE_LOCK_DIR");
 }
 
+// A stop signal ends gen in order, with its summary, however often it is repeated while gen
+// stops and exits (a second Ctrl-C, a service manager's second SIGTERM).
+class RawpipeGenSignals : public RawpipeGen, public ::testing::WithParamInterface<int> {};
+
+TEST_P(RawpipeGenSignals, ARepeatedStopSignalEndsItInOrder) {
+  const int sig = GetParam();
+  const fs::path cfg = write("sig.toml", "[[pools]]\nname = \"p\"\ncount = 4096\n[[ports]]\nname = \"synth0\"\npmd = \"synth\"\n"
+                                         "pool = \"p\"\n[[ports]]\nname = \"m\"\npmd = \"mlx5-model\"\npool = \"p\"\n"
+                                         "[[lcores]]\nrx = [\"synth0:0\", \"m:0\"]\n");
+  const fs::path out = tmp_ / "sig.out", err = tmp_ / "sig.err";
+  const pid_t pid = start_process({bin_.string(), "gen", cfg.string(), "--port", "m", "--rate", "1000", "--count", "1000000"},
+                                  out, err);
+  ASSERT_GT(pid, 0);
+  for (int i = 0; i < 200 && slurp(out).find("gen: ") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_NE(slurp(out).find("gen: "), std::string::npos) << slurp(out) << slurp(err);
+  kill(pid, sig);
+  EXPECT_EQ(wait_process(pid, {.timeout = std::chrono::seconds(20), .repeat_signal = sig}), 0) << slurp(out) << slurp(err);
+  EXPECT_NE(slurp(out).find("gen summary: "), std::string::npos) << slurp(out) << slurp(err);
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, RawpipeGenSignals, ::testing::Values(SIGINT, SIGTERM),
+                         [](const auto& info) { return std::string(sigabbrev_np(info.param)); });
+
 // Over a veth pair: gen's af_packet or af_xdp port in one namespace, a kernel AF_PACKET socket
 // counting in the other. The veth pair loses nothing at this rate, so the count and bytes match
 // exactly.
