@@ -69,6 +69,9 @@ void Dispatcher::stop_holding() noexcept {
   for (const std::uint16_t d : ring_routes_) {
     Route& r = routes_[d];
     if (r.held) publish(r);
+    // A tail the last publication streamed is out of the write-combining buffer before the lcore
+    // ends and stop() drains the rings up to it.
+    r.ring->settle();
     r.held = false;
   }
   held_routes_ = 0;
