@@ -93,7 +93,7 @@ class EndpointQueues {
       // plainly every tail that crosses a multiple of kPlainTailEvery, so the looks that may
       // find one are timed, and those that did are the samples.
       const std::uint32_t before = ring.tail_seen();
-      if (EndpointRing::kPlainTailEvery - (before & (EndpointRing::kPlainTailEvery - 1)) <= kTimedLookLead) [[unlikely]] {
+      if (EndpointRing::near_plain_mark(before, kTimedLookLead)) [[unlikely]] {
         const std::uint64_t t0 = ConsumerDistance::tsc_before();
         (void)ring.look_readable();
         const std::uint64_t t1 = ConsumerDistance::tsc_after();

@@ -127,19 +127,17 @@ class Ring {
   bool publish_streaming() noexcept {
     static_assert(kProd == Sync::kSingle, "only the single producer may hold back its tail");
     const std::uint32_t head = prod_.head.load(std::memory_order_relaxed);
-    const std::uint32_t last = prod_.published;
-    if (last == head) return false;
-    prod_.published = head;
+    if (prod_.published == head) return false;
+    if (!kRingStreamsTail || crosses_plain_mark(prod_.published, head)) {
+      store_tail(head);
+      return true;
+    }
     // R1 for a streaming store, which the release order of plain stores does not cover: the slot
     // stores, and an earlier streamed tail, are visible before this tail.
     _mm_sfence();
-    if (!kRingStreamsTail || crosses_plain_mark(last, head)) {
-      prod_.streamed = false;
-      prod_.tail.store(head, std::memory_order_release);
-    } else {
-      prod_.streamed = true;
-      _mm_stream_si32(reinterpret_cast<int*>(&prod_.tail), static_cast<int>(head));
-    }
+    prod_.published = head;
+    prod_.streamed = true;
+    _mm_stream_si32(reinterpret_cast<int*>(&prod_.tail), static_cast<int>(head));
     return true;
   }
   // Single producer: a tail written by publish_streaming() is visible when this returns, so an
@@ -154,6 +152,10 @@ class Ring {
   static constexpr std::uint32_t kPlainTailEvery = 2048;
   static constexpr bool crosses_plain_mark(std::uint32_t from, std::uint32_t to) noexcept {
     return ((from ^ to) & ~(kPlainTailEvery - 1)) != 0;
+  }
+  // Whether a tail at `tail` is within `lead` elements of the next plainly stored one.
+  static constexpr bool near_plain_mark(std::uint32_t tail, std::uint32_t lead) noexcept {
+    return kPlainTailEvery - (tail & (kPlainTailEvery - 1)) <= lead;
   }
 
   [[nodiscard]] unsigned dequeue_burst(T* objs, unsigned n) noexcept { return dequeue<false>(objs, n); }
