@@ -21,9 +21,6 @@ Dispatcher::Dispatcher(std::vector<Route> routes, std::vector<TxQueueHandle> tx,
 }
 
 namespace {
-// Frees given-back packets where they lie in the ring; kept ones are blank and skipped.
-void free_slots(Mbuf* const* bufs, unsigned n) noexcept { mbuf_free_bulk(bufs, n); }
-
 // Makes what a route's ring held back visible, and wakes its consumer if it sleeps.
 void publish(const Dispatcher::Route& r) noexcept {
   if (r.ring->publish() && r.wake) r.wake->after_enqueue();
@@ -59,10 +56,9 @@ void Dispatcher::prefetch_given_back() noexcept {
   for (const std::uint16_t d : ring_routes_) routes_[d].ring->prefetch_given_back();
 }
 
-unsigned Dispatcher::reclaim_given_back(unsigned max) noexcept {
-  unsigned freed = 0;
-  for (const std::uint16_t d : ring_routes_) freed += routes_[d].ring->reclaim(max, free_slots);
-  return freed;
+void Dispatcher::reclaim_given_back(unsigned max) noexcept {
+  // Freed where they lie in the ring; kept ones are blank, which mbuf_free_bulk skips.
+  for (const std::uint16_t d : ring_routes_) (void)routes_[d].ring->reclaim(max, mbuf_free_bulk);
 }
 
 void Dispatcher::stop_holding() noexcept {
@@ -119,7 +115,7 @@ void Dispatcher::deliver_run(std::uint16_t d, Mbuf** run, unsigned k, Mbuf** to_
       done = enqueue(run, k);
       // The ring looks full until the lcore reclaims what the consumer gave back since the
       // last look (Lcore::free_returns); before dropping, look now.
-      if (done < k && r.ring->reclaim(r.ring->capacity(), free_slots)) [[unlikely]]
+      if (done < k && r.ring->reclaim(r.ring->capacity(), mbuf_free_bulk)) [[unlikely]]
         done += enqueue(run + done, k - done);
       if (!r.held && r.wake && done) r.wake->after_enqueue();
       r.ring->write_ahead(k);  // the next run to this endpoint is likely as long

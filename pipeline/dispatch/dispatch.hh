@@ -106,8 +106,8 @@ class Dispatcher {
   void publish_held(bool idle) noexcept;
   void stop_holding() noexcept;
   // Frees up to `max` packets per ring endpoint that the consumer gave back in order
-  // (EndpointRing::give_back), from this lcore's own ring slots. Returns how many slots came free.
-  unsigned reclaim_given_back(unsigned max) noexcept;
+  // (EndpointRing::give_back), from this lcore's own ring slots.
+  void reclaim_given_back(unsigned max) noexcept;
   // Asks for the lines of the consumers' tails, which reclaim_given_back() loads next.
   void prefetch_given_back() noexcept;
 

@@ -67,8 +67,7 @@ void EndpointQueues::drain_at_stop() noexcept {
     for (auto& ring : r->per_lcore) {
       // Given back in order, not yet freed by their lcore, which is gone: the producer's part
       // is this thread's now.
-      (void)ring->reclaim(std::numeric_limits<unsigned>::max(),
-                          [](Mbuf* const* bufs, unsigned n) noexcept { mbuf_free_bulk(bufs, n); });
+      (void)ring->reclaim(std::numeric_limits<unsigned>::max(), mbuf_free_bulk);
       // Counted as delivered when queued; nobody will consume them now. What is on loan stays
       // with the application, which frees it directly once the endpoint is closed.
       while (unsigned n = ring->dequeue_burst(batch, kMaxBurst)) {

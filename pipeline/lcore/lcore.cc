@@ -128,7 +128,7 @@ void Lcore::free_returns(bool idle) noexcept {
   passes_ = 0;
   // What came back in order waits in the endpoint rings' own slots, on lines this core wrote:
   // only the consumer's tail has to cross.
-  (void)dispatcher_->reclaim_given_back(return_take_per_look_);
+  dispatcher_->reclaim_given_back(return_take_per_look_);
   for (MbufRing* ring : returns_) {
     unsigned take = std::min(ring->readable_seen(), return_take_per_look_);
     const unsigned fresh = ring->look_readable();
