@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -14,6 +15,7 @@
 
 #include "commands.hh"
 #include "report.hh"
+#include "stop_signals.hh"
 #include "rawpipe/config.hh"
 #include "rawpipe/generator.hh"
 
@@ -69,11 +71,11 @@ int gen_command(const GenOptions& options) {
   std::unique_ptr<TrafficGenerator> gen = std::move(created).value();
 
   g_gen.store(gen.get(), std::memory_order_relaxed);
-  struct sigaction sa {}, old_int {}, old_term {};
+  constexpr int kStopSignals[] = {SIGINT, SIGTERM};
+  struct sigaction sa {}, old[std::size(kStopSignals)] {};
   sa.sa_handler = on_gen_signal;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
+  for (std::size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], &sa, &old[i]);
 
   int rc = 0;
   if (Status s = gen->start(); !s) {
@@ -110,14 +112,7 @@ int gen_command(const GenOptions& options) {
   }
   const GeneratorCounts end_of_window = gen->counts();
   gen->stop();
-  // A run a signal stopped ends with this process: a repeat of the signal from here on (a second
-  // Ctrl-C, a service manager's second SIGTERM) must not cut the summary short and turn the
-  // orderly exit into a death by signal. Otherwise the old dispositions return.
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  const bool stopping = g_gen_stop_signalled.load(std::memory_order_relaxed);
-  sigaction(SIGINT, stopping ? &ignore : &old_int, nullptr);
-  sigaction(SIGTERM, stopping ? &ignore : &old_term, nullptr);
+  take_down_stop_handlers(kStopSignals, old, g_gen_stop_signalled.load(std::memory_order_relaxed));
   g_gen.store(nullptr, std::memory_order_relaxed);
   const GeneratorCounts c = gen->counts();
   for (const std::string& n : gen->notices()) fmt::print(stderr, "rawpipe gen: {}\n", n);

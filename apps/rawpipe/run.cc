@@ -26,6 +26,7 @@
 #include "log.hh"
 #include "output_path.hh"
 #include "report.hh"
+#include "stop_signals.hh"
 #include "rawpipe/instance_lock.hh"
 #include "rawpipe/control_cpus.hh"
 #include "rawpipe/metrics_server.hh"
@@ -102,13 +103,7 @@ class SignalGuard {
     for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &sa, &old_[i]);
   }
   ~SignalGuard() {
-    // A run a signal stopped ends with this process: a repeat of the signal that arrives from here
-    // on (a service manager's second SIGTERM, a second Ctrl-C) must not turn the orderly exit,
-    // summary and JSON written, into a death by signal. Otherwise the old dispositions return.
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    const bool stopping = g_stop_signalled.load(std::memory_order_relaxed);
-    for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], stopping ? &ignore : &old_[i], nullptr);
+    take_down_stop_handlers(kSignals, old_, g_stop_signalled.load(std::memory_order_relaxed));
     g_pipeline.store(nullptr, std::memory_order_relaxed);
     g_stop_wake_fd.store(-1, std::memory_order_relaxed);
     if (wake_fd_ >= 0) ::close(wake_fd_);
