@@ -174,6 +174,11 @@ TEST(Ring, StreamedTailsPublishLikePlainOnes) {
   // Marks are crossed across the wrap of the 32-bit indices too.
   EXPECT_TRUE(R::crosses_plain_mark(0xffffff00u, 0x10u));
   EXPECT_FALSE(R::crosses_plain_mark(0xffffff00u, 0xffffff80u));
+  // The consumer times its look only when the tail it saw is this close to the next mark.
+  EXPECT_TRUE(R::near_plain_mark(R::kPlainTailEvery - 512, 512));
+  EXPECT_FALSE(R::near_plain_mark(R::kPlainTailEvery - 513, 512));
+  EXPECT_FALSE(R::near_plain_mark(R::kPlainTailEvery, 512)) << "just past a mark, a whole interval to go";
+  EXPECT_TRUE(R::near_plain_mark(0xffffffffu, 1)) << "the mark at the wrap of the indices";
 }
 
 template <typename RingT>
