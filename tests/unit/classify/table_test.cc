@@ -349,6 +349,8 @@ TEST_F(TableTest, KeyedBurstNamesItsOneEndpointOnlyWhenEveryPacketWentThere) {
   EXPECT_EQ(run({to_5000}, false), kNone);  // without keys the table does not tell
   EXPECT_EQ(run({to_5000, udp_frame("10.9.9.9", 40, "10.0.0.2", 6000)}), kNone);
   EXPECT_EQ(run({to_5000, udp_frame("10.9.9.9", 40, "10.0.0.2", 6001)}), kNone);  // no match
+  // Nothing matched from the first packet on: every later packet finds the same (missing) rule.
+  EXPECT_EQ(run({udp_frame("10.9.9.9", 40, "10.0.0.2", 6001)}), kNone);
   EXPECT_EQ(run({to_5000, udp_frame("10.9.9.9", 40, "10.0.0.1", 5000, 7)}), kNone);  // VLAN: no key
   Frame bad = to_5000;
   bad[14] = 0x44;  // IHL 4: parse drops it
