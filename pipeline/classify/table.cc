@@ -377,6 +377,19 @@ RAWPIPE_ALWAYS_INLINE void assign_hit(Mbuf* m, std::uint16_t endpoint, bool tagg
 
 }  // namespace
 
+std::uint8_t ClassifyTable::no_match_reason() const noexcept {
+  return default_.endpoint == Mbuf::kNoEndpoint ? static_cast<std::uint8_t>(DropReason::kNoMatch) : 0;
+}
+
+RAWPIPE_ALWAYS_INLINE void ClassifyTable::assign_outcome(Mbuf* m, const RuleHit* r, std::uint8_t no_match) const noexcept {
+  if (r) [[likely]] {
+    assign_hit(m, r->endpoint, r->flow_tag != 0, r->flow_tag);
+  } else {
+    m->endpoint = default_.endpoint;
+    m->drop_reason = no_match;
+  }
+}
+
 RAWPIPE_ALWAYS_INLINE const RuleHit* ClassifyTable::check_candidates(std::uint32_t first, std::uint32_t count,
                                                                      const PacketView& v) const noexcept {
   for (std::uint32_t i = first; i < first + count; ++i)
@@ -489,7 +502,7 @@ template <bool kWide, bool kKeyed>
 std::uint16_t ClassifyTable::classify_v4_memo(Mbuf* const* pkts, unsigned n, const std::uint64_t* udp4_keys,
                                               ClassifyMemo* memo) const noexcept {
   static_assert(!(kWide && kKeyed), "a wide memo compares fields the key does not carry");
-  const std::uint8_t no_match = default_.endpoint == Mbuf::kNoEndpoint ? static_cast<std::uint8_t>(DropReason::kNoMatch) : 0;
+  const std::uint8_t no_match = no_match_reason();
   const V4Relevance rel = v4_relevant_;
   // No packet has these keys: bits 40-47 of a 3-tuple key and bits 53-63 of a wide key's second
   // word are always zero.
@@ -516,13 +529,9 @@ std::uint16_t ClassifyTable::classify_v4_memo(Mbuf* const* pkts, unsigned n, con
           last_k0 = k0;
           last_hit = r;
         }
-        if (r) [[likely]] {
-          assign_hit(m, r->endpoint, r->flow_tag != 0, r->flow_tag);
-        } else {
-          m->endpoint = default_.endpoint;
-          m->drop_reason = no_match;
+        assign_outcome(m, r, no_match);
+        if (r == nullptr) [[unlikely]]
           one_hit = false;
-        }
         continue;
       }
     }
@@ -563,19 +572,14 @@ std::uint16_t ClassifyTable::classify_v4_memo(Mbuf* const* pkts, unsigned n, con
     } else {
       r = lookup(m);
     }
-    if (r) {
-      assign_hit(m, r->endpoint, r->flow_tag != 0, r->flow_tag);
-    } else {
-      m->endpoint = default_.endpoint;
-      m->drop_reason = no_match;
-    }
+    assign_outcome(m, r, no_match);
   }
   if (memo != nullptr) *memo = ClassifyMemo{id_, last_k0, last_hit};
   return one_hit && n != 0 ? last_hit->endpoint : Mbuf::kNoEndpoint;
 }
 
 void ClassifyTable::classify_grouped(Mbuf* const* pkts, unsigned n) const noexcept {
-  const std::uint8_t no_match = default_.endpoint == Mbuf::kNoEndpoint ? static_cast<std::uint8_t>(DropReason::kNoMatch) : 0;
+  const std::uint8_t no_match = no_match_reason();
   const bool v4_exact = (v4_5_.rules | v4_3_.rules) != 0;
   PacketView views[kGroup];
   std::uint64_t k5lo[kGroup], k5hi[kGroup], k3[kGroup];
@@ -663,12 +667,7 @@ void ClassifyTable::classify_grouped(Mbuf* const* pkts, unsigned n) const noexce
           r = nullptr;
           break;
       }
-      if (r) [[likely]] {
-        assign_hit(m, r->endpoint, r->flow_tag != 0, r->flow_tag);
-      } else {
-        m->endpoint = default_.endpoint;
-        m->drop_reason = no_match;
-      }
+      assign_outcome(m, r, no_match);
     }
   }
 }
