@@ -98,14 +98,124 @@ class ChildLog:
                 pass
 
 
+# Huge pages for every DPDK process of one harness run, decided once (dpdk_memory()).
+_huge = {"decided": False, "dir": None, "why": ""}
+# What one run reserves when it may: testpmd's largest pool (1.2 M mbufs, about 3 GiB) and
+# rawpipe's beside it, which takes huge pages too once they are reserved (huge_pages = "auto").
+HUGE_RESERVE_PAGES = 4096
+
+
+def _meminfo(key):
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _hugetlbfs_mount():
+    try:
+        with open("/proc/mounts") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 3 and fields[2] == "hugetlbfs" and "pagesize=1G" not in fields[3]:
+                    return fields[1]
+    except OSError:
+        pass
+    return None
+
+
+def _decide_huge_pages():
+    """Huge pages as a DPDK deployment has them: a hugetlbfs mount with free 2 MiB pages, reserved
+    and mounted here (and given back at exit) when this process is root and finds too few."""
+    _huge["decided"] = True
+    mount = _hugetlbfs_mount()
+    if os.geteuid() != 0:
+        if mount and _meminfo("HugePages_Free") > 0:
+            _huge["dir"] = mount
+        else:
+            _huge["why"] = "not root, and no hugetlbfs mount with free 2 MiB pages"
+        return
+    import atexit
+    import signal
+    import sys
+    # The pages and the mount are given back by exit handlers, which a plain SIGTERM skips.
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    with open("/proc/sys/vm/nr_hugepages") as f:
+        before = int(f.read())
+    free = _meminfo("HugePages_Free")
+    if free < HUGE_RESERVE_PAGES:
+        try:
+            with open("/proc/sys/vm/nr_hugepages", "w") as f:
+                f.write(str(before + HUGE_RESERVE_PAGES - free))
+        except OSError as e:
+            _huge["why"] = f"could not reserve 2 MiB pages: {e}"
+            return
+
+        def give_back():
+            with open("/proc/sys/vm/nr_hugepages", "w") as f:
+                f.write(str(before))
+        atexit.register(give_back)
+    if _meminfo("HugePages_Free") == 0:
+        _huge["why"] = "the kernel gave no 2 MiB pages"
+        return
+    if mount is None:
+        mount = tempfile.mkdtemp(prefix="rawpipe-bench-huge.")
+        done = subprocess.run(["mount", "-t", "hugetlbfs", "-o", "pagesize=2M", "nodev", mount],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            os.rmdir(mount)
+            _huge["why"] = f"could not mount hugetlbfs: {done.stderr.strip()}"
+            return
+
+        def unmount():
+            subprocess.run(["umount", mount], capture_output=True)
+            os.rmdir(mount)
+        # Registered after give_back, so it runs first: the pages return once nothing maps them.
+        atexit.register(unmount)
+    _huge["dir"] = mount
+
+
+def dpdk_memory(mib, mib_without_huge=None):
+    """EAL memory options: `mib` MiB on huge pages whenever the machine has them or this process
+    may reserve them; with --no-huge every mbuf sits in a 4 KiB page of its own, and testpmd rxonly
+    ran 2-4x slower for it on a virtual machine (docs/BENCHMARKS.md), which made every ratio
+    against it flatter rawpipe. Otherwise --no-huge with `mib_without_huge` (default `mib`) MiB,
+    and huge_pages_note() says why."""
+    if not _huge["decided"]:
+        _decide_huge_pages()
+    if _huge["dir"] and _meminfo("HugePages_Free") * 2048 >= mib * 1024:
+        return ["--huge-dir", _huge["dir"], "-m", str(mib)]
+    return ["--no-huge", "-m", str(mib_without_huge or mib)]
+
+
+def huge_pages_note():
+    """How the DPDK processes of this run get their memory, for the record of the machine."""
+    if not _huge["decided"]:
+        _decide_huge_pages()
+    if _huge["dir"]:
+        return f"2 MiB huge pages ({_huge['dir']}; {_meminfo('HugePages_Total')} reserved at the start)"
+    return f"4 KiB pages (--no-huge): {_huge['why']}"
+
+
+def eal_toml(mib=256):
+    """eal_args for a rawpipe dpdk port, as a TOML array, with the memory the peers get."""
+    args = dpdk_memory(mib) + ["--no-shconf", "--no-telemetry", "--no-pci", "--log-level=*:error"]
+    return "[" + ", ".join(json.dumps(a) for a in args) + "]"
+
+
 def testpmd_eal(mbufs=8192):
-    """EAL options of every DPDK process in the harness: no hugepages needed, no shared files, no
-    telemetry socket, no PCI scan, so it runs on any Linux box and never collides with another
-    DPDK process. Memory: 256 MiB, or enough for `mbufs` mbufs when the peer is given a pool as
-    large as rawpipe's: without hugepages the mempool keeps each object inside one 4 KiB page, so a
-    2176-byte default mbuf takes a whole page."""
-    mib = max(256, (mbufs * 4096 >> 20) + 128)
-    return ["--no-huge", "-m", str(mib), "--no-shconf", "--no-telemetry", "--no-pci", "--log-level=*:error"]
+    """EAL options of every DPDK process in the harness: no shared files, no telemetry socket, no
+    PCI scan, so it never collides with another DPDK process. Memory: 256 MiB, or enough for `mbufs`
+    mbufs when the peer is given a pool as large as rawpipe's; without huge pages the mempool keeps
+    each object inside one 4 KiB page, so a 2176-byte default mbuf takes a whole page."""
+    packed = max(256, (mbufs * 2560 >> 20) + 256)
+    page_each = max(256, (mbufs * 4096 >> 20) + 128)
+    return dpdk_memory(packed, page_each) + ["--no-shconf", "--no-telemetry", "--no-pci", "--log-level=*:error"]
 
 
 def testpmd_lcores(cores, fwd_cpus=None):

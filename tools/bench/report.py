@@ -51,7 +51,7 @@ def markdown(result):
     cpu_id = f" ({m['cpu_id']})" if m.get("cpu_id") else ""
     out.append(f"Measured {result['finished_utc']} on {m['cpu_model']}{cpu_id}, {m['cpus']} CPUs online, "
                f"Linux {m['kernel']}, {m['memory_gib']:.0f} GiB RAM, virtualization {m.get('virtualization', 'unknown')}, "
-               f"DPDK {m['dpdk_version']}, "
+               f"DPDK {m['dpdk_version']} on {m.get('dpdk_memory', 'unrecorded memory')}, "
                f"rawpipe {m['git_commit']}{' (quick mode)' if result['quick'] else ''}; "
                f"{result['repetitions']} repetition(s) per figure in A B A B order, "
                f"{result['sample_seconds']} s per sample. Load average at start: {m['loadavg']}"
