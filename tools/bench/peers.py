@@ -310,14 +310,20 @@ class Testpmd:
 
 
 def rss_mib(pid):
+    """Memory the process holds: its resident set, and the huge pages it maps, which VmRSS leaves
+    out; both sides keep their buffers on huge pages whenever the harness could reserve them."""
+    kib = {}
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
+                key, _, value = line.partition(":")
+                if key in ("VmRSS", "HugetlbPages"):
+                    kib[key] = int(value.split()[0])
     except OSError:
         pass
-    return None
+    if "VmRSS" not in kib:
+        return None
+    return (kib["VmRSS"] + kib.get("HugetlbPages", 0)) / 1024
 
 
 def find_number(obj, keys):
