@@ -189,7 +189,9 @@ def dpdk_memory(mib, mib_without_huge=None):
     if not _huge["decided"]:
         _decide_huge_pages()
     if _huge["dir"] and _meminfo("HugePages_Free") * 2048 >= mib * 1024:
-        return ["--huge-dir", _huge["dir"], "-m", str(mib)]
+        # In memory: no hugepage files, whose names two processes of one prefix would share
+        # (testpmd stays up while a rawpipe with a dpdk port runs beside it).
+        return ["--huge-dir", _huge["dir"], "--in-memory", "-m", str(mib)]
     return ["--no-huge", "-m", str(mib_without_huge or mib)]
 
 
