@@ -148,10 +148,12 @@ def _decide_huge_pages():
     with open("/proc/sys/vm/nr_hugepages") as f:
         before = int(f.read())
     free = _meminfo("HugePages_Free")
-    if free < HUGE_RESERVE_PAGES:
+    # Never more than a third of what the machine has free: the rest of it must go on working.
+    want = min(HUGE_RESERVE_PAGES, _meminfo("MemAvailable") // 2048 // 3)
+    if free < want:
         try:
             with open("/proc/sys/vm/nr_hugepages", "w") as f:
-                f.write(str(before + HUGE_RESERVE_PAGES - free))
+                f.write(str(before + want - free))
         except OSError as e:
             _huge["why"] = f"could not reserve 2 MiB pages: {e}"
             return
