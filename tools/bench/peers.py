@@ -99,7 +99,7 @@ class ChildLog:
 
 
 # Huge pages for every DPDK process of one harness run, decided once (dpdk_memory()).
-_huge = {"decided": False, "dir": None, "why": ""}
+_huge = {"decided": False, "dir": None, "why": "", "pages": 0}
 # What one run reserves when it may: testpmd's largest pool (1.2 M mbufs, about 3 GiB) and
 # rawpipe's beside it, which takes huge pages too once they are reserved (huge_pages = "auto").
 HUGE_RESERVE_PAGES = 4096
@@ -136,6 +136,7 @@ def _decide_huge_pages():
     if os.geteuid() != 0:
         if mount and _meminfo("HugePages_Free") > 0:
             _huge["dir"] = mount
+            _huge["pages"] = _meminfo("HugePages_Total")
         else:
             _huge["why"] = "not root, and no hugetlbfs mount with free 2 MiB pages"
         return
@@ -180,6 +181,7 @@ def _decide_huge_pages():
         # Registered after give_back, so it runs first: the pages return once nothing maps them.
         atexit.register(unmount)
     _huge["dir"] = mount
+    _huge["pages"] = _meminfo("HugePages_Total")
 
 
 def dpdk_memory(mib, mib_without_huge=None):
@@ -202,24 +204,37 @@ def huge_pages_note():
     if not _huge["decided"]:
         _decide_huge_pages()
     if _huge["dir"]:
-        return f"2 MiB huge pages ({_huge['dir']}; {_meminfo('HugePages_Total')} reserved at the start)"
+        return f"2 MiB huge pages ({_huge['dir']}; {_huge['pages']} reserved when the run began)"
     return f"4 KiB pages (--no-huge): {_huge['why']}"
+
+
+# What every DPDK process of the harness runs with besides its memory: no shared files, no
+# telemetry socket, no PCI scan (so it never collides with another DPDK process), errors only.
+EAL_ISOLATED = ["--no-shconf", "--no-telemetry", "--no-pci", "--log-level=*:error"]
+
+
+def toml_array(strings):
+    """A TOML array of strings (a JSON string is a TOML basic string)."""
+    return "[" + ", ".join(json.dumps(s) for s in strings) + "]"
 
 
 def eal_toml(mib=256):
     """eal_args for a rawpipe dpdk port, as a TOML array, with the memory the peers get."""
-    args = dpdk_memory(mib) + ["--no-shconf", "--no-telemetry", "--no-pci", "--log-level=*:error"]
-    return "[" + ", ".join(json.dumps(a) for a in args) + "]"
+    return toml_array(dpdk_memory(mib) + EAL_ISOLATED)
+
+
+def testpmd_memory(mbufs=8192):
+    """EAL memory of a peer: 256 MiB, or enough for `mbufs` mbufs when the peer is given a pool as
+    large as rawpipe's; without huge pages the mempool keeps each object inside one 4 KiB page, so
+    a 2176-byte default mbuf takes a whole page."""
+    packed = max(256, (mbufs * 2560 >> 20) + 256)
+    page_each = max(256, (mbufs * 4096 >> 20) + 128)
+    return dpdk_memory(packed, page_each)
 
 
 def testpmd_eal(mbufs=8192):
-    """EAL options of every DPDK process in the harness: no shared files, no telemetry socket, no
-    PCI scan, so it never collides with another DPDK process. Memory: 256 MiB, or enough for `mbufs`
-    mbufs when the peer is given a pool as large as rawpipe's; without huge pages the mempool keeps
-    each object inside one 4 KiB page, so a 2176-byte default mbuf takes a whole page."""
-    packed = max(256, (mbufs * 2560 >> 20) + 256)
-    page_each = max(256, (mbufs * 4096 >> 20) + 128)
-    return dpdk_memory(packed, page_each) + ["--no-shconf", "--no-telemetry", "--no-pci", "--log-level=*:error"]
+    """EAL options of every DPDK peer: testpmd_memory() and EAL_ISOLATED."""
+    return testpmd_memory(mbufs) + EAL_ISOLATED
 
 
 def testpmd_lcores(cores, fwd_cpus=None):
