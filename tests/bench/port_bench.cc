@@ -5,14 +5,21 @@
 //   rx/dpdk_null_zero_copy   dpdk port over net_null, DPDK allocating straight from the rawpipe pool
 //   rx/dpdk_null_copy        the same with buffers = "copy" (DPDK mempool + one memcpy per packet)
 //   rx/synth_64              the synth generator, 64-byte IPv4/UDP over 1024 flows (writes every frame)
+//   rx/dpdk_pcap_zero_copy   dpdk port over net_pcap replaying RAWPIPE_PORT_BENCH_PCAP with infinite_rx=1
+//                            (copies every frame into the buffer), skipped when that is unset;
+//                            tools/bench/pcap-vs-testpmd puts it next to testpmd rxonly on the same file
 //   tx/dpdk_null_zero_copy   pool buffers transmitted through their shadow mbufs, freed by net_null
 //   tx/dpdk_null_copy        copied into DPDK buffers first
 // net_null with copy=0 never touches packet data, so rx/dpdk_null_* measure buffer traffic only;
 // synth writes 64 bytes per frame. tools/bench/run puts these next to dpdk-testpmd rxonly on net_null.
 // Rates are per wall-clock second (UseRealTime), as testpmd's are.
+//
+// RAWPIPE_PORT_BENCH_EAL, when set, is the dpdk ports' eal_args (a TOML array): the harness gives
+// them the memory it gives testpmd, huge pages included, since the shadow mbufs live there.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -24,7 +31,10 @@
 namespace rawpipe {
 namespace {
 
-constexpr const char* kEal = R"(eal_args = ["--no-huge", "-m", "256", "--log-level=*:error"])";
+std::string eal_keys() {
+  const char* eal = std::getenv("RAWPIPE_PORT_BENCH_EAL");
+  return std::string("eal_args = ") + (eal && *eal ? eal : R"(["--no-huge", "-m", "256", "--log-level=*:error"])") + "\n";
+}
 
 struct Rig {
   std::unique_ptr<Pool> pool;
@@ -128,7 +138,18 @@ void run_tx(benchmark::State& state, std::string keys) {
   r.port->stop();
 }
 
-const std::string kNull = std::string(kEal) + "\ndevice = \"net_null0,size=64\"\n";
+const std::string kNull = eal_keys() + "device = \"net_null0,size=64\"\n";
+
+void run_rx_pcap(benchmark::State& state) {
+  const char* pcap = std::getenv("RAWPIPE_PORT_BENCH_PCAP");
+  if (pcap == nullptr || *pcap == '\0') {
+    state.SkipWithError("RAWPIPE_PORT_BENCH_PCAP names no pcap file to replay");
+    return;
+  }
+  run_rx(state, "dpdk",
+         eal_keys() + "device = \"net_pcap0,rx_pcap=" + pcap + ",infinite_rx=1\"\nbuffers = \"zero_copy\"\n");
+}
+
 const std::string kSynth = "frame_size = 64\nsrc_ports = 1024\n";
 
 }  // namespace
@@ -139,6 +160,7 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("rx/dpdk_null_zero_copy", run_rx, "dpdk", kNull + "buffers = \"zero_copy\"\n")->UseRealTime();
   benchmark::RegisterBenchmark("rx/dpdk_null_copy", run_rx, "dpdk", kNull + "buffers = \"copy\"\n")->UseRealTime();
   benchmark::RegisterBenchmark("rx/synth_64", run_rx, "synth", kSynth)->UseRealTime();
+  benchmark::RegisterBenchmark("rx/dpdk_pcap_zero_copy", run_rx_pcap)->UseRealTime();
   benchmark::RegisterBenchmark("tx/dpdk_null_zero_copy", run_tx, kNull + "buffers = \"zero_copy\"\n")->UseRealTime();
   benchmark::RegisterBenchmark("tx/dpdk_null_copy", run_tx, kNull + "buffers = \"copy\"\n")->UseRealTime();
   benchmark::Initialize(&argc, argv);

@@ -492,17 +492,22 @@ def lcore_window_cpu(ticks):
 class GoogleBenchmark:
     """A Google Benchmark program, one filter per sample."""
 
-    def __init__(self, exe, what):
+    def __init__(self, exe, what, env=None):
         if not exe or not os.path.exists(exe):
             raise NotRun(f"{what} is not built")
         self.exe = exe
+        self.env = dict(os.environ, **env) if env else None
 
-    def run(self, name_regex, seconds, cpu=None):
+    def command(self, name_regex, seconds, cpu=None):
         cmd = [self.exe, f"--benchmark_filter={name_regex}", f"--benchmark_min_time={seconds}",
                "--benchmark_format=json"]
         if cpu is not None and shutil.which("taskset"):
             cmd = ["taskset", "-c", str(cpu)] + cmd
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        return cmd
+
+    def run(self, name_regex, seconds, cpu=None):
+        proc = subprocess.run(self.command(name_regex, seconds, cpu), capture_output=True, text=True, timeout=600,
+                              env=self.env)
         if proc.returncode != 0:
             raise NotRun(f"{os.path.basename(self.exe)} failed: {proc.stderr.strip()[-400:]}")
         try:
