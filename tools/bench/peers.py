@@ -3,6 +3,7 @@
 Every function here returns one measured figure or raises NotRun with a reason a reader can act on.
 """
 
+import glob
 import json
 import os
 import re
@@ -128,10 +129,69 @@ def _hugetlbfs_mount():
     return None
 
 
+NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"
+
+
+def _process_start(pid):
+    """When a process started (field 22 of /proc/PID/stat), or None when there is no such process:
+    with the pid it names one process even after the pid is used again."""
+    try:
+        with open(f"/proc/{int(pid)}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError, TypeError, ValueError):
+        return None
+
+
+def _ledger_path(pid):
+    return os.path.join(tempfile.gettempdir(), f"rawpipe-bench-huge.{pid}.owner")
+
+
+def _write_ledger(added, mount):
+    """What this harness reserved and mounted, for the next one to give back if this one is
+    killed before its exit handlers run (SIGKILL)."""
+    with open(_ledger_path(os.getpid()), "w") as f:
+        json.dump({"pid": os.getpid(), "start": _process_start(os.getpid()), "added": added, "mount": mount}, f)
+
+
+def _reclaim_abandoned():
+    """Gives back the pages and the hugetlbfs mount of every harness whose ledger outlived it."""
+    import sys
+    for ledger in glob.glob(_ledger_path("*")):
+        try:
+            with open(ledger) as f:
+                left = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if left.get("start") is not None and _process_start(left.get("pid")) == left.get("start"):
+            continue  # that harness is still running
+        mount = left.get("mount")
+        if mount and os.path.ismount(mount):
+            subprocess.run(["umount", mount], capture_output=True)
+        if mount and os.path.isdir(mount) and not os.path.ismount(mount):
+            try:
+                os.rmdir(mount)
+            except OSError:
+                pass
+        added = int(left.get("added") or 0)
+        if added:
+            try:
+                with open(NR_HUGEPAGES) as f:
+                    now = int(f.read())
+                with open(NR_HUGEPAGES, "w") as f:
+                    f.write(str(max(0, now - added)))
+            except (OSError, ValueError):
+                pass
+        os.unlink(ledger)
+        print(f"tools/bench: gave back {added} huge pages" + (f" and the mount {mount}" if mount else "")
+              + f" left by harness {left.get('pid')}, which ended without its exit handlers", file=sys.stderr)
+
+
 def _decide_huge_pages():
     """Huge pages as a DPDK deployment has them: a hugetlbfs mount with free 2 MiB pages, reserved
     and mounted here (and given back at exit) when this process is root and finds too few."""
     _huge["decided"] = True
+    if os.geteuid() == 0:
+        _reclaim_abandoned()
     mount = _hugetlbfs_mount()
     if os.geteuid() != 0:
         if mount and _meminfo("HugePages_Free") > 0:
@@ -146,21 +206,26 @@ def _decide_huge_pages():
     # The pages and the mount are given back by exit handlers, which a plain SIGTERM skips.
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    with open("/proc/sys/vm/nr_hugepages") as f:
+    with open(NR_HUGEPAGES) as f:
         before = int(f.read())
     free = _meminfo("HugePages_Free")
     # Never more than a third of what the machine has free: the rest of it must go on working.
     want = min(HUGE_RESERVE_PAGES, _meminfo("MemAvailable") // 2048 // 3)
+    added = 0
+    # Registered first, so it runs last: the ledger goes once everything it names is given back.
+    atexit.register(lambda: os.path.exists(_ledger_path(os.getpid())) and os.unlink(_ledger_path(os.getpid())))
     if free < want:
         try:
-            with open("/proc/sys/vm/nr_hugepages", "w") as f:
+            with open(NR_HUGEPAGES, "w") as f:
                 f.write(str(before + want - free))
         except OSError as e:
             _huge["why"] = f"could not reserve 2 MiB pages: {e}"
             return
+        added = want - free
+        _write_ledger(added, None)
 
         def give_back():
-            with open("/proc/sys/vm/nr_hugepages", "w") as f:
+            with open(NR_HUGEPAGES, "w") as f:
                 f.write(str(before))
         atexit.register(give_back)
     if _meminfo("HugePages_Free") == 0:
@@ -168,6 +233,7 @@ def _decide_huge_pages():
         return
     if mount is None:
         mount = tempfile.mkdtemp(prefix="rawpipe-bench-huge.")
+        _write_ledger(added, mount)
         done = subprocess.run(["mount", "-t", "hugetlbfs", "-o", "pagesize=2M", "nodev", mount],
                               capture_output=True, text=True)
         if done.returncode != 0:
