@@ -77,6 +77,16 @@ bool same_point(const FilterAttachPoint& a, const FilterAttachPoint& b) {
   return a.on_queue == b.on_queue && (a.on_queue ? a.port == b.port && a.queue == b.queue : a.endpoint == b.endpoint);
 }
 // The counters blocks a set references.
+// One lcore's verdicts added to a snapshot; seen is their sum (filter_counters.hh).
+void add_verdicts(FilterStats& st, const FilterLcoreCounters& k) noexcept {
+  const std::uint64_t recv = k.recv.load(), drop = k.drop.load(), hold = k.hold.load(), invalid = k.invalid.load();
+  st.recv += recv;
+  st.drop += drop;
+  st.hold += hold;
+  st.invalid += invalid;
+  st.seen += recv + drop + hold + invalid;
+}
+
 void counters_of(const FilterSet& s, std::vector<const FilterCounters*>& out) {
   for (const FilterFn& f : s.by_endpoint)
     if (f.counters) out.push_back(f.counters);
@@ -98,11 +108,7 @@ void FilterStage::fold_locked(const FilterCounters& c) {
   }
   for (std::size_t l = 0; l < c.lcore_count; ++l) {
     const FilterLcoreCounters& k = c.per_lcore[l];
-    it->seen += k.seen.load();
-    it->recv += k.recv.load();
-    it->drop += k.drop.load();
-    it->hold += k.hold.load();
-    it->invalid += k.invalid.load();
+    add_verdicts(*it, k);
     it->latency.merge(k.latency.snapshot());
   }
 }
@@ -225,11 +231,7 @@ std::vector<FilterStats> FilterStage::stats() const {
     st.attached = now.counters == c.get();
     for (std::size_t l = 0; l < c->lcore_count; ++l) {
       const FilterLcoreCounters& k = c->per_lcore[l];
-      st.seen += k.seen.load();
-      st.recv += k.recv.load();
-      st.drop += k.drop.load();
-      st.hold += k.hold.load();
-      st.invalid += k.invalid.load();
+      add_verdicts(st, k);
       st.latency.merge(k.latency.snapshot());
     }
     out.push_back(std::move(st));
@@ -249,7 +251,6 @@ namespace {
 struct VerdictTally {
   unsigned recv = 0, drop = 0, hold = 0, invalid = 0;
   void flush(FilterLcoreCounters& c) const noexcept {
-    c.seen.add(recv + drop + hold + invalid);
     if (recv) c.recv.add(recv);
     if (drop) c.drop.add(drop);
     if (hold) c.hold.add(hold);

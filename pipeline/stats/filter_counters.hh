@@ -18,8 +18,9 @@
 
 namespace rawpipe {
 
+// Packets shown to the callback are not counted apart: a snapshot sums the four verdicts, so that
+// a reader between two of the lcore's stores never sees "seen" disagree with them.
 struct alignas(kFalseSharingRange) FilterLcoreCounters {
-  Counter seen;     // packets shown to the callback
   Counter recv;     // RAWPIPE_RECV
   Counter drop;     // RAWPIPE_DROP
   Counter hold;     // RAWPIPE_HOLD
