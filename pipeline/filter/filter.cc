@@ -76,7 +76,6 @@ namespace {
 bool same_point(const FilterAttachPoint& a, const FilterAttachPoint& b) {
   return a.on_queue == b.on_queue && (a.on_queue ? a.port == b.port && a.queue == b.queue : a.endpoint == b.endpoint);
 }
-// The counters blocks a set references.
 // One lcore's verdicts added to a snapshot; seen is their sum (filter_counters.hh).
 void add_verdicts(FilterStats& st, const FilterLcoreCounters& k) noexcept {
   const std::uint64_t recv = k.recv.load(), drop = k.drop.load(), hold = k.hold.load(), invalid = k.invalid.load();
@@ -87,6 +86,7 @@ void add_verdicts(FilterStats& st, const FilterLcoreCounters& k) noexcept {
   st.seen += recv + drop + hold + invalid;
 }
 
+// The counters blocks a set references.
 void counters_of(const FilterSet& s, std::vector<const FilterCounters*>& out) {
   for (const FilterFn& f : s.by_endpoint)
     if (f.counters) out.push_back(f.counters);
