@@ -4,6 +4,7 @@ thread runs, and the CPU share that thread had in the window."""
 import json
 import os
 import re
+import shlex
 import signal
 import sys
 import statistics
@@ -150,7 +151,7 @@ def rawpipe_run(exe, config, warm, seconds, threads=(), waited=None, process=Non
             samples.append(float(m.group(1)) * {"G": 1e3, "M": 1.0, "k": 1e-3, "": 1e-6}[m.group(2)])
     if not samples:
         raise RunFailed(f"no rx rate lines from rawpipe in the window:\n{out[-2000:]}")
-    return statistics.mean(samples), share, " ".join(cmd) + "  (stopped with SIGINT)", summary, other_shares
+    return statistics.mean(samples), share, shlex.join(cmd) + "  (stopped with SIGINT)", summary, other_shares
 
 
 def median_or_none(values):

@@ -7,6 +7,7 @@ import glob
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -334,7 +335,7 @@ class Testpmd:
         self._wait_for("testpmd>", 30)
 
     def command_line(self):
-        return " ".join(self.cmdline)
+        return shlex.join(self.cmdline)
 
     def _output(self):
         return self.log.text()
