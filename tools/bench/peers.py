@@ -3,6 +3,7 @@
 Every function here returns one measured figure or raises NotRun with a reason a reader can act on.
 """
 
+import ctypes
 import glob
 import json
 import os
@@ -12,6 +13,8 @@ import shutil
 import subprocess
 import tempfile
 import time
+
+CLONE_NEWNET = 0x40000000  # setns(2): the descriptor names a network namespace
 
 
 class NotRun(Exception):
@@ -355,14 +358,19 @@ class Testpmd:
         self.proc.stdin.write(cmd + "\n")
         self.proc.stdin.flush()
 
+    def start(self, mode):
+        """Forwards in `mode` until close(), for a peer measured from outside (a ping-pong client,
+        a generator's count)."""
+        self._send(f"set fwd {mode}")
+        self._send("start")
+
     def measure(self, mode, seconds, warmup=0.3, counter="Rx-pps"):
         """Forwards in `mode` (rxonly, 5tswap, txonly, ...) for warmup + seconds; returns received
         (counter="Rx-pps") or transmitted ("Tx-pps") Mpps over the measured interval as testpmd
         computes it (TSC-timed, between two 'show port stats')."""
         # Answers may take seconds on a loaded 2-CPU host (testpmd's command line shares a CPU):
         # a generous wait, so that a slow answer is not mistaken for a missing figure.
-        self._send(f"set fwd {mode}")
-        self._send("start")
+        self.start(mode)
         time.sleep(warmup)
         mark = len(self._output())
         self._send("show port stats all")
@@ -393,6 +401,30 @@ class Testpmd:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+
+
+def enter_netns(ns):
+    """Moves this process into the network namespace `ns` (as `ip netns exec` names it); returns a
+    function that moves it back. A DPDK peer must start inside the namespace of its interface,
+    since its EAL threads are created in the namespace its process starts in."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    home = os.open("/proc/self/ns/net", os.O_RDONLY)
+    try:
+        fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+        try:
+            if libc.setns(fd, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), f"setns into network namespace {ns}")
+        finally:
+            os.close(fd)
+    except OSError:
+        os.close(home)
+        raise
+
+    def back():
+        libc.setns(home, CLONE_NEWNET)
+        os.close(home)
+
+    return back
 
 
 def rss_mib(pid):
