@@ -211,7 +211,7 @@ class SynthPort final : public Port {
 
   Status start() override {
     if (!frames_) {
-      auto built = build_frames(spec_, env_.pool->data_room());
+      auto built = build_frames(spec_, env_.pool->data_room(), prebuild_budget(env_.rx_queues));
       if (!built) return built.status().context(fmt::format("synth port '{}'", env_.name));
       frames_ = std::move(built).value();
       std::vector<std::uint32_t> order = shuffled_flow_order(spec_);

@@ -149,8 +149,12 @@ struct SynthFrames {
   }
 };
 
-// Builds templates and flows for a spec. Fails when a frame does not fit `data_room`.
-Result<std::unique_ptr<SynthFrames>> build_frames(const Spec& spec, std::uint32_t data_room);
+// Builds templates and flows for a spec. Fails when a frame does not fit `data_room`. Whole
+// frames per flow are prebuilt when they take at most `prebuild_bytes`.
+Result<std::unique_ptr<SynthFrames>> build_frames(const Spec& spec, std::uint32_t data_room,
+                                                   std::size_t prebuild_bytes);
+// Bytes of prebuilt flow frames worth keeping for `rx_queues` queues on as many lcores.
+std::size_t prebuild_budget(std::uint16_t rx_queues) noexcept;
 
 // Flow order and IMIX sequence for the queues, from the seed (deterministic).
 std::vector<std::uint32_t> shuffled_flow_order(const Spec& spec);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <set>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "pipeline/parse/parse.hh"
 #include "pipeline/wire/checksum.hh"
 #include "pmd/drivers.hh"
+#include "pmd/synth/synth.hh"
 #include "pipeline/port/registry.hh"
 #include "pipeline/port/driver.hh"
 
@@ -278,6 +280,43 @@ TEST(Synth, ImixSizesFollowTheWeights) {
   }
   EXPECT_EQ(sizes, (std::map<std::uint32_t, std::uint64_t>{{64, 700}, {576, 400}, {1500, 100}}));
   EXPECT_EQ(h.port->stats().rx_queues[0].rx_bytes, bytes);
+}
+
+TEST(Synth, PrebuiltFlowFramesAreThePatchedTemplates) {
+  // Whether whole flow frames are prebuilt depends on the machine's L2 cache (prebuild_budget),
+  // so a config must make the same bytes either way, flow for flow.
+  synth::Spec spec;
+  spec.sizes = {1518};
+  spec.weights = {1};
+  spec.ipv4_src = {10, 0, 0, 1};
+  spec.ipv4_dst = {198, 18, 0, 1};
+  spec.src_port = 10000;
+  spec.src_ports = 64;
+  spec.dst_port = 5000;
+  spec.dst_ports = 2;
+  spec.ipv6_fraction = 0.5;
+  constexpr std::uint32_t kDataRoom = 1792;
+  auto prebuilt = synth::build_frames(spec, kDataRoom, std::size_t{64} << 20);
+  auto patched = synth::build_frames(spec, kDataRoom, 0);
+  ASSERT_TRUE(prebuilt) << prebuilt.message();
+  ASSERT_TRUE(patched) << patched.message();
+  const synth::SynthFrames& whole = *prebuilt.value();
+  const synth::SynthFrames& parts = *patched.value();
+  ASSERT_NE(whole.flow_frames, nullptr);
+  ASSERT_EQ(parts.flow_frames, nullptr);
+  ASSERT_EQ(parts.flows.size(), 128u);
+  std::vector<std::uint8_t> frame(kDataRoom);
+  for (std::size_t i = 0; i < parts.flows.size(); ++i) {
+    const synth::Flow& f = parts.flows[i];
+    const synth::Template& t = parts.at(synth::Malformed::kNone, f.ipv6, 0);
+    ASSERT_EQ(t.len, whole.flow_len);
+    std::memcpy(frame.data(), t.bytes, t.len);
+    synth::patch_flow(t, f, frame.data());
+    EXPECT_EQ(std::memcmp(frame.data(), whole.flow_frames + i * whole.flow_stride, t.len), 0) << "flow " << i;
+  }
+  // A budget for more lcores is never smaller, and never more than the cap.
+  EXPECT_GE(synth::prebuild_budget(2), synth::prebuild_budget(1));
+  EXPECT_LE(synth::prebuild_budget(64), std::size_t{8} << 20);
 }
 
 TEST(Synth, PatchedTemplatesHaveValidChecksums) {
