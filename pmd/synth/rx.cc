@@ -9,9 +9,20 @@ namespace {
 
 constexpr std::uint64_t kMalformedOne = 1ull << 32;
 
+// From this many bytes a frame goes to libc's memcpy, which picks the widest moves this CPU has
+// at run time, where the inline blocks below are the build's 16-byte ones (x86-64-v2). On this
+// project's machine (AVX-512), `rawpipe gen` to net_null with 1024 flows: 23.6 against 19.2 Mpps
+// at 1518 bytes, 37.7 against 31.1 at 512, 41.9 against 38.6 at 256; at 64 and 128 bytes the
+// call cost what it saved (45.1 against 46.4, 44.4 against 43.8).
+constexpr unsigned kLibcCopyFrom = 256;
+
 // Copies whole 64-byte blocks (constant-size moves the compiler inlines) when the rounding fits
 // the buffer's data room, which start() checked once for every frame.
 RAWPIPE_ALWAYS_INLINE void copy_frame(std::uint8_t* d, const std::uint8_t* s, unsigned len, bool blocks) noexcept {
+  if (len >= kLibcCopyFrom) {
+    std::memcpy(d, s, len);
+    return;
+  }
   if (RAWPIPE_LIKELY(blocks)) {
     unsigned off = 0;
     do {
