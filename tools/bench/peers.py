@@ -3,6 +3,7 @@
 Every function here returns one measured figure or raises NotRun with a reason a reader can act on.
 """
 
+import contextlib
 import ctypes
 import glob
 import json
@@ -403,10 +404,12 @@ class Testpmd:
         self.log.close()
 
 
-def enter_netns(ns):
-    """Moves this process into the network namespace `ns` (as `ip netns exec` names it); returns a
-    function that moves it back. A DPDK peer must start inside the namespace of its interface,
-    since its EAL threads are created in the namespace its process starts in."""
+@contextlib.contextmanager
+def in_netns(ns):
+    """Runs the block inside the network namespace `ns` (as `ip netns exec` names it), so the
+    programs it starts run there too; `ip netns exec` is avoided because it remounts /sys. A DPDK
+    peer must start inside the namespace of its interface: its EAL threads are created in the
+    namespace its process starts in. The process must be single-threaded."""
     libc = ctypes.CDLL(None, use_errno=True)
     home = os.open("/proc/self/ns/net", os.O_RDONLY)
     try:
@@ -416,15 +419,10 @@ def enter_netns(ns):
                 raise OSError(ctypes.get_errno(), f"setns into network namespace {ns}")
         finally:
             os.close(fd)
-    except OSError:
-        os.close(home)
-        raise
-
-    def back():
+        yield
+    finally:
         libc.setns(home, CLONE_NEWNET)
         os.close(home)
-
-    return back
 
 
 def rss_mib(pid):
