@@ -12,6 +12,9 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <optional>
+#include <regex>
+#include <sstream>
 
 extern char** environ;
 
@@ -125,6 +128,27 @@ Status exec_in(const NetNs* ns, const std::vector<std::string>& argv) { return r
 
 Result<std::string> output_in(const NetNs* ns, const std::vector<std::string>& argv) {
   return command_output(in_ns(ns, argv));
+}
+
+Result<std::uint64_t> udp_csum_errors(const NetNs& ns) {
+  auto snmp = output_in(&ns, {"cat", "/proc/net/snmp"});
+  if (!snmp) return Status::error(snmp.message());
+  // Two "Udp:" lines: the names, then the values.
+  std::smatch lines;
+  if (!std::regex_search(*snmp, lines, std::regex(R"(Udp: ([^\n]*)\nUdp: ([^\n]*))")))
+    return Status::errorf("no Udp lines in /proc/net/snmp: {}", *snmp);
+  std::istringstream names(lines[1].str()), values(lines[2].str());
+  std::string name, value;
+  std::optional<std::uint64_t> v4;
+  while (names >> name && values >> value)
+    if (name == "InCsumErrors") v4 = std::stoull(value);
+  if (!v4) return Status::errorf("no Udp InCsumErrors in /proc/net/snmp: {}", *snmp);
+  auto snmp6 = output_in(&ns, {"cat", "/proc/net/snmp6"});
+  if (!snmp6) return Status::error(snmp6.message());
+  std::smatch v6;
+  if (!std::regex_search(*snmp6, v6, std::regex(R"(Udp6InCsumErrors\s+(\d+))")))
+    return Status::error("no Udp6InCsumErrors in /proc/net/snmp6");
+  return *v4 + std::stoull(v6[1].str());
 }
 
 std::string unique_name(std::string_view prefix) {

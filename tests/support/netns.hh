@@ -106,4 +106,8 @@ class VethPair {
 Status exec_in(const NetNs* ns, const std::vector<std::string>& argv);
 Result<std::string> output_in(const NetNs* ns, const std::vector<std::string>& argv);
 
+// The kernel's count of UDP datagrams ns dropped for a bad checksum, IPv4 (Udp InCsumErrors in
+// /proc/net/snmp) and IPv6 (Udp6InCsumErrors in /proc/net/snmp6) together.
+Result<std::uint64_t> udp_csum_errors(const NetNs& ns);
+
 }  // namespace rawpipe::test

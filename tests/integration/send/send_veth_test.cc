@@ -16,9 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <regex>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "pipeline/extra/extra.hh"
@@ -101,31 +99,6 @@ Result<std::unique_ptr<Pipeline>> start_pipeline(const test::NetNs& ns, const st
   return out;
 }
 
-// The kernel's count of UDP datagrams dropped for a bad checksum, IPv4 + IPv6.
-std::uint64_t csum_errors(const test::NetNs& ns) {
-  std::uint64_t total = 0;
-  auto snmp = test::output_in(&ns, {"cat", "/proc/net/snmp"});
-  EXPECT_TRUE(snmp) << snmp.message();
-  if (snmp) {
-    // Two "Udp:" lines: names, then values.
-    std::smatch names, values;
-    std::regex re(R"(Udp: ([^\n]*)\nUdp: ([^\n]*))");
-    if (std::regex_search(*snmp, names, re)) {
-      std::istringstream n(names[1].str()), v(names[2].str());
-      std::string name, value;
-      while (n >> name && v >> value)
-        if (name == "InCsumErrors") total += std::stoull(value);
-    } else {
-      ADD_FAILURE() << *snmp;
-    }
-  }
-  auto snmp6 = test::output_in(&ns, {"cat", "/proc/net/snmp6"});
-  EXPECT_TRUE(snmp6) << snmp6.message();
-  std::smatch m;
-  if (snmp6 && std::regex_search(*snmp6, m, std::regex(R"(Udp6InCsumErrors\s+(\d+))"))) total += std::stoull(m[1]);
-  return total;
-}
-
 // Kernel UDP sockets in the peer, IPv4 and IPv6 on kPeerPort, collecting payloads until `want`
 // arrived or 10 s passed.
 struct Receiver {
@@ -190,7 +163,8 @@ class SendVeth : public ::testing::TestWithParam<std::string> {
 TEST_P(SendVeth, KernelPeerReceivesEveryDatagramWithGoodChecksums) {
   auto p = start_pipeline(*net_.ours, config(GetParam(), net_.veth->a().name));
   ASSERT_TRUE(p) << p.message();
-  const std::uint64_t csum_before = csum_errors(*net_.peer);
+  const auto csum_before = test::udp_csum_errors(*net_.peer);
+  ASSERT_TRUE(csum_before) << csum_before.message();
   Receiver rx;
   rx.start(*net_.peer, 2 * kDatagrams + kZeroCopy);
 
@@ -257,7 +231,9 @@ TEST_P(SendVeth, KernelPeerReceivesEveryDatagramWithGoodChecksums) {
   rx.thread.join();
   EXPECT_EQ(rx.got4, sent4);
   EXPECT_EQ(rx.got6, sent6);
-  EXPECT_EQ(csum_errors(*net_.peer), csum_before) << "the peer dropped datagrams for bad checksums";
+  const auto csum_after = test::udp_csum_errors(*net_.peer);
+  ASSERT_TRUE(csum_after) << csum_after.message();
+  EXPECT_EQ(csum_after.value(), csum_before.value()) << "the peer dropped datagrams for bad checksums";
 
   rawpipe_stats s{};
   s.size = sizeof s;
