@@ -63,7 +63,7 @@ void init_shadow(rte_mempool* mp, void* arg, void* obj, unsigned idx) {
   m->priv_size = 0;
   m->pool = mp;
   m->port = RTE_MBUF_PORT_INVALID;
-  shadow_make_raw(m);
+  shadow_make_raw(m, ctx->mp);
   auto* shinfo = reinterpret_cast<rte_mbuf_ext_shared_info*>(reinterpret_cast<std::uint8_t*>(m) + sizeof(rte_mbuf));
   m->shinfo = shinfo;
   shinfo->free_cb = pinned_free_cb;
@@ -165,7 +165,7 @@ Status MbufBridge::init(Pool* pool) {
                           pool->name(), rte_strerror(rte_errno));
   if (rte_mempool_set_ops_byname(mp_, kOpsName, this) != 0)
     return Status::errorf("cannot attach rawpipe's mempool operations to '{}': {}", name, rte_strerror(rte_errno));
-  rte_pktmbuf_pool_private priv{};
+  rte_pktmbuf_pool_private priv{};  // shared with the transmit mempool
   priv.mbuf_data_room_size = static_cast<std::uint16_t>(pool->buf_size() - kMbufHeaderSize);
   priv.mbuf_priv_size = 0;
   priv.flags = RTE_PKTMBUF_POOL_F_PINNED_EXT_BUF;
@@ -184,7 +184,40 @@ Status MbufBridge::init(Pool* pool) {
   rte_mempool_obj_iter(mp_, init_shadow, &ctx);
   for (rte_mbuf* m : shadows_)
     if (!m) return Status::errorf("internal error: a DPDK shadow buffer of pool '{}' was not initialised", pool->name());
+  return init_transmit_mempool(name, elt, priv);
+}
+
+// Some drivers free transmitted mbufs one at a time (DPDK's net_null calls rte_pktmbuf_free per
+// packet). Into a mempool without a cache each of those is a call through the mempool operations;
+// into a per-lcore cache it is a store, and the cache gives its pile back when full. The receive mempool keeps no cache: its slots come back through rawpipe's
+// own pool, never through DPDK, so a cache there would only copy each pointer once more.
+Status MbufBridge::init_transmit_mempool(const std::string& name, unsigned elt, const rte_pktmbuf_pool_private& priv) {
+  const unsigned cache = std::min(kTransmitCache, pool_->count() / kTransmitCacheShare);
+  if (cache < kTransmitCacheMin) return Status::ok();  // a small pool keeps every slot where lcores can get it
+  const std::string tx_name = name + "t";
+  tx_mp_ = rte_mempool_create_empty(tx_name.c_str(), pool_->count(), elt, cache, sizeof(rte_pktmbuf_pool_private),
+                                    SOCKET_ID_ANY, 0);
+  if (!tx_mp_)
+    return Status::errorf("cannot create the DPDK transmit mempool over pool '{}': {} (give the EAL more memory with -m)",
+                          pool_->name(), rte_strerror(rte_errno));
+  if (rte_mempool_set_ops_byname(tx_mp_, kOpsName, this) != 0)
+    return Status::errorf("cannot attach rawpipe's mempool operations to '{}': {}", tx_name, rte_strerror(rte_errno));
+  // Never populated, so DPDK never calls the alloc operation that would set this.
+  tx_mp_->pool_data = this;
+  rte_pktmbuf_pool_private tx_priv = priv;
+  rte_pktmbuf_pool_init(tx_mp_, &tx_priv);
   return Status::ok();
+}
+
+void MbufBridge::flush_transmit_cache(unsigned lcore_id) noexcept {
+  if (!tx_mp_) return;
+  if (rte_mempool_cache* c = rte_mempool_default_cache(tx_mp_, lcore_id)) rte_mempool_cache_flush(c, tx_mp_);
+}
+
+void flush_transmit_caches(unsigned lcore_id) noexcept {
+  std::lock_guard lock(g_bridges_mu);
+  for (auto& [key, weak] : g_bridges)
+    if (auto bridge = weak.lock()) bridge->flush_transmit_cache(lcore_id);
 }
 
 MbufBridge::~MbufBridge() {
@@ -193,6 +226,11 @@ MbufBridge::~MbufBridge() {
     for (rte_device* dev : mapped_)
       if (!page_iova_.empty()) (void)rte_dev_dma_unmap(dev, region_, page_iova_[0], region_len_);
     mapped_.clear();
+  }
+  if (tx_mp_) {
+    // Threads that ended gave their caches back; any left belong to threads that never will.
+    for (unsigned l = 0; l < RTE_MAX_LCORE; ++l) flush_transmit_cache(l);
+    rte_mempool_free(tx_mp_);
   }
   if (mp_) rte_mempool_free(mp_);
   if (extmem_registered_) (void)rte_extmem_unregister(region_, region_len_);
@@ -244,7 +282,7 @@ int MbufBridge::enqueue(void* const* objs, unsigned n) noexcept {
     for (unsigned i = 0; i < c; ++i) {
       auto* m = static_cast<rte_mbuf*>(objs[i]);
       // Raw again before the slot is free: from then on any thread may hand the shadow out.
-      shadow_make_raw(m);
+      shadow_make_raw(m, mp_);
       slots[i] = slot_of(m);
     }
     // DPDK held one reference (the one rawpipe handed over on transmit, or the one of a receive

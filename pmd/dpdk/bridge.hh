@@ -11,8 +11,16 @@
 // exactly 2048 would put every slot's header line in the same two L1 sets).
 // rawpipe's Mbuf header and layout stay untouched.
 //
+// Transmitted shadows are freed into a second mempool, tx_mempool(), which has per-lcore caches:
+// drivers that free each sent mbuf on its own (DPDK's net_null, for one) then store a pointer
+// instead of calling rawpipe's operations once per packet. A cache gives its slots back to the
+// pool in piles when it fills, when its thread ends (it must hold an lcore id: transmit registers
+// it), when that thread stops the port, and when the bridge goes; until then up to 1.5 times the
+// cache size of sent slots per transmitting thread count as in use.
+//
 // The rule that makes the two views agree: a shadow is in use by DPDK only while DPDK owns its
-// slot (after dequeue until the slot is received, or after transmit until the driver frees it);
+// slot (after dequeue until the slot is received, or after transmit until the driver frees it and
+// its transmit cache gives it back);
 // while rawpipe owns the slot the shadow is idle, and a slot with more than one holder is never
 // handed to DPDK (transmit copies it instead). An idle shadow is in DPDK's raw state (refcnt 1,
 // one segment, no next, as rte_mbuf_raw_alloc promises, plus the pinned-buffer flag and the default
@@ -20,8 +28,8 @@
 // shadow back (receive, free, a refused transmit) makes it raw while its lines are still in that
 // core's cache. That keeps a received packet's DPDK-side cost to the lines the driver wrote.
 //
-// The mempool has no per-lcore cache (rawpipe's lcores are not EAL threads and DPDK would bypass
-// the cache for them anyway); allocation goes through the calling thread's rawpipe PoolCache.
+// The receive mempool has no per-lcore cache: its slots come back through rawpipe's own pool, never
+// through DPDK, so allocation goes through the calling thread's rawpipe PoolCache alone.
 //
 // Thread-safety: get() and dma_map/dma_unmap are control path and MT-safe; the mempool operations
 // are as safe as Pool::alloc_bulk and mbuf_free_bulk (any thread).
@@ -51,6 +59,10 @@ class MbufBridge {
   MbufBridge& operator=(const MbufBridge&) = delete;
 
   rte_mempool* mempool() const noexcept { return mp_; }
+  // Where drivers free the shadows of transmitted slots (transmit points each shadow's pool here).
+  // It holds no objects of its own, only DPDK's per-lcore caches, which give back to rawpipe's
+  // pool through the same operations in piles; nullptr when the pool is too small to spare them.
+  rte_mempool* tx_mempool() const noexcept { return tx_mp_; }
   Pool* pool() const noexcept { return pool_; }
 
   // The slot whose data a shadow mbuf describes.
@@ -69,6 +81,9 @@ class MbufBridge {
   const std::string& dma_problem() const noexcept { return dma_problem_; }
   bool extmem_registered() const noexcept { return extmem_registered_; }
 
+  // Gives the transmit cache of the thread with this lcore id back to the pool.
+  void flush_transmit_cache(unsigned lcore_id) noexcept;
+
   // Mempool operation entry points (C callbacks in bridge.cc).
   int enqueue(void* const* objs, unsigned n) noexcept;
   int dequeue(void** objs, unsigned n) noexcept;
@@ -76,11 +91,19 @@ class MbufBridge {
  private:
   MbufBridge() = default;
   Status init(Pool* pool);
+  Status init_transmit_mempool(const std::string& name, unsigned elt, const rte_pktmbuf_pool_private& priv);
+
+  // Each lcore's transmit cache holds up to 1.5 times its size: 128, or a sixteenth of the pool
+  // when that is less, so that a few lcores' caches leave most of a small pool to receive into.
+  static constexpr unsigned kTransmitCache = 128;
+  static constexpr unsigned kTransmitCacheShare = 16;
+  static constexpr unsigned kTransmitCacheMin = 32;
 
   Pool* pool_ = nullptr;
   std::uint8_t* region_ = nullptr;
   std::size_t region_len_ = 0;
   rte_mempool* mp_ = nullptr;
+  rte_mempool* tx_mp_ = nullptr;
   std::vector<rte_mbuf*> shadows_;
   std::vector<std::uint64_t> page_iova_;  // per page of the region; empty when unknown
   std::size_t page_size_ = 0;
@@ -91,8 +114,14 @@ class MbufBridge {
   std::vector<rte_device*> mapped_;
 };
 
-// The raw state DPDK expects of a buffer fresh from a mempool (rte_mbuf_raw_alloc's contract).
-inline void shadow_make_raw(rte_mbuf* m) noexcept {
+// Gives back, into rawpipe's pool, the slots whose shadows DPDK's transmit caches hold for the
+// thread with this lcore id; a thread calls it before it gives the id up.
+void flush_transmit_caches(unsigned lcore_id) noexcept;
+
+// The raw state DPDK expects of a buffer fresh from a mempool (rte_mbuf_raw_alloc's contract),
+// belonging to `home`, the bridge's receive mempool, again.
+inline void shadow_make_raw(rte_mbuf* m, rte_mempool* home) noexcept {
+  m->pool = home;
   m->next = nullptr;
   m->nb_segs = 1;
   rte_mbuf_refcnt_set(m, 1);
@@ -104,7 +133,8 @@ inline void shadow_make_raw(rte_mbuf* m) noexcept {
 // nb_segs 1 has no next (rte_mbuf_check counts the chain against nb_segs) and a received one has
 // refcnt 1, so only what a driver writes on receive is undone. Leaving `next` alone matters:
 // it lies in the mbuf's second line, which receive drivers do not write.
-inline void shadow_make_raw_after_receive(rte_mbuf* m) noexcept {
+inline void shadow_make_raw_after_receive(rte_mbuf* m, rte_mempool* home) noexcept {
+  m->pool = home;
   m->ol_flags = RTE_MBUF_F_EXTERNAL;
   m->data_off = RTE_PKTMBUF_HEADROOM;
 }

@@ -260,6 +260,7 @@ Status DpdkPort::configure() {
     rq.eth_queue = q;
     rq.rp_port = env_.port_id;
     rq.mp = mp;
+    rq.tx_mp = zero_copy_ ? bridge_->tx_mempool() : nullptr;
     rq.pool = env_.pool;
   }
   for (std::uint16_t q = 0; q < env_.tx_queues; ++q) {
@@ -271,6 +272,7 @@ Status DpdkPort::configure() {
     tq.mp = mp;
     tq.pool = zero_copy_ ? env_.pool : nullptr;
     tq.shadows = zero_copy_ ? bridge_->shadows() : nullptr;
+    tq.tx_mp = zero_copy_ && bridge_->tx_mempool() ? bridge_->tx_mempool() : mp;
   }
 
   caps_ = {};
@@ -327,6 +329,9 @@ void DpdkPort::stop() {
     (void)rte_eth_dev_stop(eth_port_);
     started_ = false;
   }
+  // So do the transmits this thread's transmit cache holds (bridge.hh); other threads give theirs
+  // back when they end, and the bridge takes what is left when it goes.
+  if (zero_copy_ && bridge_ && rte_lcore_id() != LCORE_ID_ANY) bridge_->flush_transmit_cache(rte_lcore_id());
   close_device();
 }
 

@@ -32,6 +32,7 @@ struct alignas(kFalseSharingRange) DpdkRxQueue {
   std::uint16_t eth_queue = 0;
   std::uint16_t rp_port = 0;       // rawpipe port id, stamped on every buffer
   rte_mempool* mp = nullptr;       // the mempool the queue was set up with
+  rte_mempool* tx_mp = nullptr;    // zero-copy: the bridge's transmit mempool, when it has one
   Pool* pool = nullptr;            // rawpipe pool receive buffers end up in
 
   std::atomic<std::uint64_t> packets{0};
@@ -47,6 +48,7 @@ struct alignas(kFalseSharingRange) DpdkTxQueue {
   rte_mempool* mp = nullptr;             // where copies come from
   const Pool* pool = nullptr;            // zero-copy: slots of this pool go out without a copy
   rte_mbuf* const* shadows = nullptr;    // zero-copy: shadow of each slot
+  rte_mempool* tx_mp = nullptr;          // zero-copy: where the driver frees sent shadows (or mp)
 
   std::atomic<std::uint64_t> packets{0};
   std::atomic<std::uint64_t> bytes{0};

@@ -13,7 +13,10 @@ namespace {
 struct DpdkThreadRegistration {
   bool registered = false;
   ~DpdkThreadRegistration() {
-    if (registered) rte_thread_unregister();
+    if (!registered) return;
+    // The lcore id is given up: what its transmit caches hold goes back first.
+    flush_transmit_caches(rte_lcore_id());
+    rte_thread_unregister();
   }
 };
 thread_local DpdkThreadRegistration t_registration;
@@ -81,12 +84,15 @@ std::uint16_t rx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noex
   std::uint64_t copied = 0;
   // Read once: the stores into the slots below could otherwise alias the queue.
   const rte_mempool* const mp = q->mp;
+  const rte_mempool* const tx_mp = q->tx_mp;
   const std::uint16_t rp_port = q->rp_port;
   const std::uint16_t eth_queue = q->eth_queue;
   for (std::uint16_t i = 0; i < got; ++i) {
     rte_mbuf* m = ms[i];
     Mbuf* s;
-    if (RAWPIPE_LIKELY(m->pool == mp && m->nb_segs == 1)) {
+    // A shadow this port transmitted points at the transmit mempool until it is freed; a loopback
+    // device (net_ring) hands it back like that.
+    if (RAWPIPE_LIKELY((m->pool == mp || m->pool == tx_mp) && m->nb_segs == 1)) {
       // The shadow's data lies inside its slot: the slot is the packet, no copy. The slot's header
       // was reset when the driver took it from the mempool.
       s = MbufBridge::slot_of(m);
@@ -94,7 +100,7 @@ std::uint16_t rx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noex
       s->data_len = m->data_len;
       take_offload_facts(s, m);
       // The shadow goes idle with its lines still in this core's cache (bridge.hh).
-      shadow_make_raw_after_receive(m);
+      shadow_make_raw_after_receive(m, q->mp);
     } else {
       spent[nspent++] = m;
       s = q->pool->alloc();

@@ -38,7 +38,7 @@ RAWPIPE_ALWAYS_INLINE void settle(DpdkTxQueue* q, Mbuf** pkts, rte_mbuf** ms, co
     if (copied[i])
       rte_pktmbuf_free(ms[i]);
     else
-      shadow_make_raw(ms[i]);  // the slot stays with the caller: its shadow goes idle again
+      shadow_make_raw(ms[i], q->mp);  // the slot stays with the caller: its shadow goes idle again
   }
   if (sent < ready) counter_add(q->refused, ready - sent);
   counter_add(q->packets, sent);
@@ -50,6 +50,7 @@ RAWPIPE_ALWAYS_INLINE void settle(DpdkTxQueue* q, Mbuf** pkts, rte_mbuf** ms, co
 
 std::uint16_t tx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
   auto* q = static_cast<DpdkTxQueue*>(queue);
+  ensure_dpdk_thread();  // an lcore id gives the thread its transmit cache (bridge.cc)
   rte_mbuf* ms[kMaxBurst];
   bool copied[kMaxBurst];
   std::uint32_t lens[kMaxBurst];
@@ -68,6 +69,7 @@ std::uint16_t tx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noex
       m->port = q->eth_port;
       m->packet_type = 0;
       m->tx_offload = 0;
+      m->pool = q->tx_mp;
       ms[ready] = m;
       copied[ready] = false;
       continue;
