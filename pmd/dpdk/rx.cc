@@ -83,7 +83,7 @@ std::uint16_t rx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noex
   std::uint64_t bytes = 0;
   std::uint64_t copied = 0;
   // Read once: the stores into the slots below could otherwise alias the queue.
-  const rte_mempool* const mp = q->mp;
+  rte_mempool* const mp = q->mp;
   const rte_mempool* const tx_mp = q->tx_mp;
   const std::uint16_t rp_port = q->rp_port;
   const std::uint16_t eth_queue = q->eth_queue;
@@ -100,7 +100,7 @@ std::uint16_t rx_burst_zero_copy(void* queue, Mbuf** pkts, std::uint16_t n) noex
       s->data_len = m->data_len;
       take_offload_facts(s, m);
       // The shadow goes idle with its lines still in this core's cache (bridge.hh).
-      shadow_make_raw_after_receive(m, q->mp);
+      shadow_make_raw_after_receive(m, mp);
     } else {
       spent[nspent++] = m;
       s = q->pool->alloc();
