@@ -38,7 +38,6 @@ void pinned_free_cb(void*, void*) {}
 struct IterCtx {
   MbufBridge* bridge;
   Pool* pool;
-  rte_mempool* mp;
   std::vector<rte_mbuf*>* shadows;
   const std::vector<std::uint64_t>* page_iova;
   std::size_t page_size;
@@ -61,9 +60,8 @@ void init_shadow(rte_mempool* mp, void* arg, void* obj, unsigned idx) {
   m->buf_iova = iova;
   m->buf_len = static_cast<std::uint16_t>(ctx->pool->buf_size() - kMbufHeaderSize);
   m->priv_size = 0;
-  m->pool = mp;
   m->port = RTE_MBUF_PORT_INVALID;
-  shadow_make_raw(m, ctx->mp);
+  shadow_make_raw(m, mp);
   auto* shinfo = reinterpret_cast<rte_mbuf_ext_shared_info*>(reinterpret_cast<std::uint8_t*>(m) + sizeof(rte_mbuf));
   m->shinfo = shinfo;
   shinfo->free_cb = pinned_free_cb;
@@ -156,20 +154,10 @@ Status MbufBridge::init(Pool* pool) {
   }
 
   register_ops_once();
-  std::string name = fmt::format("rp{}_{}", pool->id(), g_seq.fetch_add(1, std::memory_order_relaxed));
-  const unsigned elt = sizeof(rte_mbuf) + sizeof(rte_mbuf_ext_shared_info);
-  mp_ = rte_mempool_create_empty(name.c_str(), pool->count(), elt, 0, sizeof(rte_pktmbuf_pool_private),
-                                 SOCKET_ID_ANY, 0);
-  if (!mp_)
-    return Status::errorf("cannot create the DPDK mempool over pool '{}': {} (give the EAL more memory with -m)",
-                          pool->name(), rte_strerror(rte_errno));
-  if (rte_mempool_set_ops_byname(mp_, kOpsName, this) != 0)
-    return Status::errorf("cannot attach rawpipe's mempool operations to '{}': {}", name, rte_strerror(rte_errno));
-  rte_pktmbuf_pool_private priv{};  // shared with the transmit mempool
-  priv.mbuf_data_room_size = static_cast<std::uint16_t>(pool->buf_size() - kMbufHeaderSize);
-  priv.mbuf_priv_size = 0;
-  priv.flags = RTE_PKTMBUF_POOL_F_PINNED_EXT_BUF;
-  rte_pktmbuf_pool_init(mp_, &priv);
+  const std::string name = fmt::format("rp{}_{}", pool->id(), g_seq.fetch_add(1, std::memory_order_relaxed));
+  auto receive = create_mempool(name, 0);
+  if (!receive) return receive.status();
+  mp_ = receive.value();
 
   // Populating enqueues every new object once; the slots are already free in the rawpipe pool.
   populating_ = true;
@@ -180,32 +168,48 @@ Status MbufBridge::init(Pool* pool) {
                           "memory with -m)",
                           pool->name(), rc < 0 ? 0 : rc, pool->count(), rte_strerror(rc < 0 ? -rc : ENOMEM));
   shadows_.assign(pool->count(), nullptr);
-  IterCtx ctx{this, pool, mp_, &shadows_, &page_iova_, page_size_};
+  IterCtx ctx{this, pool, &shadows_, &page_iova_, page_size_};
   rte_mempool_obj_iter(mp_, init_shadow, &ctx);
   for (rte_mbuf* m : shadows_)
     if (!m) return Status::errorf("internal error: a DPDK shadow buffer of pool '{}' was not initialised", pool->name());
-  return init_transmit_mempool(name, elt, priv);
+  return init_transmit_mempool(name);
+}
+
+// An empty mempool of shadows over this pool, with rawpipe's operations, set up as a pktmbuf
+// pool of pinned external buffers (the flag rte_pktmbuf_free reads before it frees a shadow).
+Result<rte_mempool*> MbufBridge::create_mempool(const std::string& name, unsigned cache) {
+  const unsigned elt = sizeof(rte_mbuf) + sizeof(rte_mbuf_ext_shared_info);
+  rte_mempool* mp = rte_mempool_create_empty(name.c_str(), pool_->count(), elt, cache,
+                                             sizeof(rte_pktmbuf_pool_private), SOCKET_ID_ANY, 0);
+  if (!mp)
+    return Status::errorf("cannot create the DPDK mempool '{}' over pool '{}': {} (give the EAL more memory with -m)",
+                          name, pool_->name(), rte_strerror(rte_errno));
+  if (rte_mempool_set_ops_byname(mp, kOpsName, this) != 0) {
+    Status s = Status::errorf("cannot attach rawpipe's mempool operations to '{}': {}", name, rte_strerror(rte_errno));
+    rte_mempool_free(mp);
+    return s;
+  }
+  // The alloc operation sets this when a mempool is populated; the transmit one never is.
+  mp->pool_data = this;
+  rte_pktmbuf_pool_private priv{};
+  priv.mbuf_data_room_size = static_cast<std::uint16_t>(pool_->buf_size() - kMbufHeaderSize);
+  priv.mbuf_priv_size = 0;
+  priv.flags = RTE_PKTMBUF_POOL_F_PINNED_EXT_BUF;
+  rte_pktmbuf_pool_init(mp, &priv);
+  return mp;
 }
 
 // Some drivers free transmitted mbufs one at a time (DPDK's net_null calls rte_pktmbuf_free per
 // packet). Into a mempool without a cache each of those is a call through the mempool operations;
-// into a per-lcore cache it is a store, and the cache gives its pile back when full. The receive mempool keeps no cache: its slots come back through rawpipe's
-// own pool, never through DPDK, so a cache there would only copy each pointer once more.
-Status MbufBridge::init_transmit_mempool(const std::string& name, unsigned elt, const rte_pktmbuf_pool_private& priv) {
+// into a per-lcore cache it is a store, and the cache gives its pile back when full. The receive
+// mempool keeps no cache: its slots come back through rawpipe's own pool, never through DPDK, so
+// a cache there would only copy each pointer once more.
+Status MbufBridge::init_transmit_mempool(const std::string& name) {
   const unsigned cache = std::min(kTransmitCache, pool_->count() / kTransmitCacheShare);
   if (cache < kTransmitCacheMin) return Status::ok();  // a small pool keeps every slot where lcores can get it
-  const std::string tx_name = name + "t";
-  tx_mp_ = rte_mempool_create_empty(tx_name.c_str(), pool_->count(), elt, cache, sizeof(rte_pktmbuf_pool_private),
-                                    SOCKET_ID_ANY, 0);
-  if (!tx_mp_)
-    return Status::errorf("cannot create the DPDK transmit mempool over pool '{}': {} (give the EAL more memory with -m)",
-                          pool_->name(), rte_strerror(rte_errno));
-  if (rte_mempool_set_ops_byname(tx_mp_, kOpsName, this) != 0)
-    return Status::errorf("cannot attach rawpipe's mempool operations to '{}': {}", tx_name, rte_strerror(rte_errno));
-  // Never populated, so DPDK never calls the alloc operation that would set this.
-  tx_mp_->pool_data = this;
-  rte_pktmbuf_pool_private tx_priv = priv;
-  rte_pktmbuf_pool_init(tx_mp_, &tx_priv);
+  auto transmit = create_mempool(name + "t", cache);
+  if (!transmit) return transmit.status();
+  tx_mp_ = transmit.value();
   return Status::ok();
 }
 

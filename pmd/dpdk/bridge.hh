@@ -91,7 +91,8 @@ class MbufBridge {
  private:
   MbufBridge() = default;
   Status init(Pool* pool);
-  Status init_transmit_mempool(const std::string& name, unsigned elt, const rte_pktmbuf_pool_private& priv);
+  Result<rte_mempool*> create_mempool(const std::string& name, unsigned cache);
+  Status init_transmit_mempool(const std::string& name);
 
   // Each lcore's transmit cache holds up to 1.5 times its size: 128, or a sixteenth of the pool
   // when that is less, so that a few lcores' caches leave most of a small pool to receive into.

@@ -443,12 +443,13 @@ TEST(DpdkPort, ShadowsOfFreeSlotsAreRawWhateverTheirSlotsWentThrough) {
   ASSERT_EQ(rte_mempool_get_bulk(bridge.value()->mempool(), reinterpret_cast<void**>(all.data()), kPoolCount), 0);
   unsigned not_raw = 0;
   for (const rte_mbuf* m : all) {
-    const bool raw = m->pool == bridge.value()->mempool() && rte_mbuf_refcnt_read(m) == 1 && m->next == nullptr && m->nb_segs == 1 &&
-                     m->ol_flags == RTE_MBUF_F_EXTERNAL && m->data_off == RTE_PKTMBUF_HEADROOM;
+    const bool raw = m->pool == bridge.value()->mempool() && rte_mbuf_refcnt_read(m) == 1 && m->next == nullptr &&
+                     m->nb_segs == 1 && m->ol_flags == RTE_MBUF_F_EXTERNAL && m->data_off == RTE_PKTMBUF_HEADROOM;
     if (!raw && not_raw++ < 3)
       ADD_FAILURE() << "shadow of slot " << dpdk::MbufBridge::slot_of(m)->index << ": refcnt " << rte_mbuf_refcnt_read(m)
                     << ", next " << m->next << ", nb_segs " << m->nb_segs << ", ol_flags 0x" << std::hex << m->ol_flags
-                    << std::dec << ", data_off " << m->data_off;
+                    << std::dec << ", data_off " << m->data_off
+                    << (m->pool == bridge.value()->mempool() ? "" : ", pool not the receive mempool");
   }
   EXPECT_EQ(not_raw, 0u) << "of " << kPoolCount << " shadows handed out";
   rte_mempool_put_bulk(bridge.value()->mempool(), reinterpret_cast<void* const*>(all.data()), kPoolCount);
