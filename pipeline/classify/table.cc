@@ -512,6 +512,15 @@ std::uint16_t ClassifyTable::classify_v4_memo(Mbuf* const* pkts, unsigned n, con
     last_k0 = memo->key;
     last_hit = memo->hit;
   }
+  if constexpr (kKeyed) {
+    // A burst of one service's traffic: the keys carry no source, so they are all the same.
+    // Checking that costs one compare per packet and no branch (it vectorises); the per-packet
+    // memo test, result loads and the tests of what the result holds then go.
+    std::uint64_t differ = 0;
+#pragma GCC unroll 4
+    for (unsigned i = 0; i < n; ++i) differ |= udp4_keys[i] ^ udp4_keys[0];
+    if (n != 0 && differ == 0 && udp4_keys[0] != kNoUdp4Key) return classify_v4_one_key(pkts, n, udp4_keys[0], memo);
+  }
   // Every packet so far alive and given last_hit, which matched: the burst has one endpoint.
   bool one_hit = true;
   for (unsigned i = 0; i < n; ++i) {
@@ -576,6 +585,30 @@ std::uint16_t ClassifyTable::classify_v4_memo(Mbuf* const* pkts, unsigned n, con
   }
   if (memo != nullptr) *memo = ClassifyMemo{id_, last_k0, last_hit};
   return one_hit && n != 0 ? last_hit->endpoint : Mbuf::kNoEndpoint;
+}
+
+// classify_v4_memo()'s result for a burst whose packets all carry parse's key `key3`: one memo test
+// or lookup, then the same outcome written into every packet.
+std::uint16_t ClassifyTable::classify_v4_one_key(Mbuf* const* pkts, unsigned n, std::uint64_t key3,
+                                                 ClassifyMemo* memo) const noexcept {
+  const std::uint64_t k0 = key3 & v4_relevant_.key3;
+  const RuleHit* r = memo != nullptr && memo->table_id == id_ && memo->key == k0 ? memo->hit : resolve_v4(pkts[0], key3);
+  if (memo != nullptr) *memo = ClassifyMemo{id_, k0, r};
+  if (r == nullptr) [[unlikely]] {
+    const std::uint8_t no_match = no_match_reason();
+    for (unsigned i = 0; i < n; ++i) assign_outcome(pkts[i], nullptr, no_match);
+    return Mbuf::kNoEndpoint;
+  }
+  // Held in locals: a store into a packet could otherwise alias the rule and force a reload.
+  const std::uint16_t endpoint = r->endpoint;
+  const std::uint32_t flow_tag = r->flow_tag;
+  if (flow_tag == 0) [[likely]] {
+#pragma GCC unroll 4
+    for (unsigned i = 0; i < n; ++i) pkts[i]->endpoint = endpoint;
+  } else {
+    for (unsigned i = 0; i < n; ++i) assign_hit(pkts[i], endpoint, true, flow_tag);
+  }
+  return endpoint;
 }
 
 void ClassifyTable::classify_grouped(Mbuf* const* pkts, unsigned n) const noexcept {

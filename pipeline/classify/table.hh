@@ -156,6 +156,7 @@ class ClassifyTable {
   std::uint16_t classify_v4_memo(Mbuf* const* pkts, unsigned n, const std::uint64_t* udp4_keys,
                                  ClassifyMemo* memo) const noexcept;
   const RuleHit* resolve_v4(const Mbuf* m, std::uint64_t key3) const noexcept;
+  std::uint16_t classify_v4_one_key(Mbuf* const* pkts, unsigned n, std::uint64_t key3, ClassifyMemo* memo) const noexcept;
   // What a packet that no rule matched carries: kNoMatch when the default drops, else nothing.
   std::uint8_t no_match_reason() const noexcept;
   // A lookup's outcome on the packet: the rule's endpoint and tag, or the default and no_match.
