@@ -255,6 +255,12 @@ def _decide_huge_pages():
     _huge["pages"] = _meminfo("HugePages_Total")
 
 
+def use_4k_pages(why):
+    """Every DPDK process of this harness gets --no-huge, for the reason given, instead of huge
+    pages; for a run under a tool that cannot map them (valgrind)."""
+    _huge.update(decided=True, dir=None, why=why, pages=0)
+
+
 def dpdk_memory(mib, mib_without_huge=None):
     """EAL memory options: `mib` MiB on huge pages whenever the machine has them or this process
     may reserve them; with --no-huge every mbuf sits in a 4 KiB page of its own, and testpmd rxonly
