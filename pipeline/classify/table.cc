@@ -502,6 +502,15 @@ template <bool kWide, bool kKeyed>
 std::uint16_t ClassifyTable::classify_v4_memo(Mbuf* const* pkts, unsigned n, const std::uint64_t* udp4_keys,
                                               ClassifyMemo* memo) const noexcept {
   static_assert(!(kWide && kKeyed), "a wide memo compares fields the key does not carry");
+  if constexpr (kKeyed) {
+    // A burst of one service's traffic: the keys carry no source, so they are all the same.
+    // Checking that costs one compare per packet and no branch (it vectorises); the per-packet
+    // memo test, result loads and the tests of what the result holds then go.
+    std::uint64_t differ = 0;
+#pragma GCC unroll 4
+    for (unsigned i = 0; i < n; ++i) differ |= udp4_keys[i] ^ udp4_keys[0];
+    if (n != 0 && differ == 0 && udp4_keys[0] != kNoUdp4Key) return classify_v4_one_key(pkts, n, udp4_keys[0], memo);
+  }
   const std::uint8_t no_match = no_match_reason();
   const V4Relevance rel = v4_relevant_;
   // No packet has these keys: bits 40-47 of a 3-tuple key and bits 53-63 of a wide key's second
@@ -511,15 +520,6 @@ std::uint16_t ClassifyTable::classify_v4_memo(Mbuf* const* pkts, unsigned n, con
   if (memo != nullptr && memo->table_id == id_) {
     last_k0 = memo->key;
     last_hit = memo->hit;
-  }
-  if constexpr (kKeyed) {
-    // A burst of one service's traffic: the keys carry no source, so they are all the same.
-    // Checking that costs one compare per packet and no branch (it vectorises); the per-packet
-    // memo test, result loads and the tests of what the result holds then go.
-    std::uint64_t differ = 0;
-#pragma GCC unroll 4
-    for (unsigned i = 0; i < n; ++i) differ |= udp4_keys[i] ^ udp4_keys[0];
-    if (n != 0 && differ == 0 && udp4_keys[0] != kNoUdp4Key) return classify_v4_one_key(pkts, n, udp4_keys[0], memo);
   }
   // Every packet so far alive and given last_hit, which matched: the burst has one endpoint.
   bool one_hit = true;
