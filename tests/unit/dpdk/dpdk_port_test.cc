@@ -119,15 +119,53 @@ Mbuf* pool_frame(Pool* pool, std::uint32_t seq, std::size_t len) {
 #define REQUIRE_DPDK() (void)0
 #endif
 
-TEST(DpdkPort, NullRxGivesExactBurstsOfPoolSlots) {
+// Most tests open one port over a fresh pool, start it, and end by stopping it and checking that
+// every slot came back.
+class DpdkPort : public ::testing::Test {
+ protected:
+  // The port over a pool of `count` slots, started; nullptr (with the failure recorded) if not.
+  Port* start_port(const std::string& keys, std::uint32_t count = kPoolCount, std::uint16_t rxq = 1,
+                   std::uint16_t txq = 1) {
+    pool_ = make_pool(count);
+    opened_ = open_port(keys, pool_.get(), rxq, txq);
+    if (!opened_.port) {
+      ADD_FAILURE() << opened_.error;
+      return nullptr;
+    }
+    if (!opened_.port->start()) {
+      ADD_FAILURE() << "the port did not start";
+      return nullptr;
+    }
+    return opened_.port.get();
+  }
+  void stop_and_expect_every_slot_back() {
+    opened_.port->stop();
+    EXPECT_EQ(pool_->available(), pool_->count());
+  }
+  // Bursts of up to 32 until three polls in a row bring nothing.
+  std::vector<Mbuf*> receive_until_idle(std::uint16_t queue = 0) {
+    std::vector<Mbuf*> got;
+    RxQueueHandle rx = opened_.port->rx_queue(queue);
+    for (int idle = 0; idle < 3;) {
+      Mbuf* pkts[32];
+      const std::uint16_t k = rx(pkts, 32);
+      idle = k == 0 ? idle + 1 : 0;
+      got.insert(got.end(), pkts, pkts + k);
+    }
+    return got;
+  }
+
+  std::unique_ptr<Pool> pool_;
+  Opened opened_;
+};
+
+TEST_F(DpdkPort, NullRxGivesExactBurstsOfPoolSlots) {
   REQUIRE_DPDK();
-  auto pool = make_pool();
-  auto o = open_port(R"(device = "net_null0,size=64")", pool.get());
-  ASSERT_TRUE(o.port) << o.error;
-  Port& port = *o.port;
-  ASSERT_TRUE(port.start());
-  EXPECT_NE(port.path_report().find("zero-copy"), std::string::npos) << port.path_report();
-  RxQueueHandle rx = port.rx_queue(0);
+  Port* port = start_port(R"(device = "net_null0,size=64")");
+  ASSERT_NE(port, nullptr);
+  Pool* pool = pool_.get();
+  EXPECT_NE(port->path_report().find("zero-copy"), std::string::npos) << port->path_report();
+  RxQueueHandle rx = port->rx_queue(0);
   constexpr unsigned kBursts = 100;
   Mbuf* pkts[32];
   for (unsigned b = 0; b < kBursts; ++b) {
@@ -135,7 +173,7 @@ TEST(DpdkPort, NullRxGivesExactBurstsOfPoolSlots) {
     for (Mbuf* m : pkts) {
       ASSERT_TRUE(pool->contains(m));
       EXPECT_EQ(reinterpret_cast<std::uint8_t*>(m), reinterpret_cast<std::uint8_t*>(pool->slot_of(m)));
-      EXPECT_EQ(m->pool, pool.get());
+      EXPECT_EQ(m->pool, pool);
       EXPECT_EQ(m->data_len, 64u);
       EXPECT_EQ(m->data_off, kMbufHeaderSize + 128u);  // DPDK's headroom lands on rawpipe's
       EXPECT_EQ(m->port, 7u);
@@ -143,7 +181,7 @@ TEST(DpdkPort, NullRxGivesExactBurstsOfPoolSlots) {
     }
     mbuf_free_bulk(pkts, 32);
   }
-  PortStats st = port.stats();
+  PortStats st = port->stats();
   ASSERT_EQ(st.rx_queues.size(), 1u);
   EXPECT_EQ(st.rx_queues[0].rx_packets, kBursts * 32);
   EXPECT_EQ(st.rx_queues[0].rx_bytes, kBursts * 32 * 64);
@@ -152,24 +190,22 @@ TEST(DpdkPort, NullRxGivesExactBurstsOfPoolSlots) {
   EXPECT_EQ(st.extended.at("ethdev.ipackets"), kBursts * 32);
   // IOVA-as-VA with 4 KiB pages: the pool can be registered, so a PCI device could DMA into it.
   EXPECT_EQ(st.extended.at("pool_extmem_registered"), 1u);
-  EXPECT_TRUE(port.link().up);
-  EXPECT_TRUE(port.caps().tx);
-  port.stop();
-  EXPECT_FALSE(port.link().up);
+  EXPECT_TRUE(port->link().up);
+  EXPECT_TRUE(port->caps().tx);
+  port->stop();
+  EXPECT_FALSE(port->link().up);
   EXPECT_EQ(pool->available(), kPoolCount);
   // Counters survive the stop, device counters included.
-  EXPECT_EQ(port.stats().extended.at("ethdev.ipackets"), kBursts * 32);
+  EXPECT_EQ(port->stats().extended.at("ethdev.ipackets"), kBursts * 32);
 }
 
 // A slot goes round DPDK and the pipeline many times: what the pipeline wrote into its header on
 // one trip (parse results, a drop reason, an endpoint) must not show on the next.
-TEST(DpdkPort, ReceivedSlotsComeWithFreshHeaders) {
+TEST_F(DpdkPort, ReceivedSlotsComeWithFreshHeaders) {
   REQUIRE_DPDK();
-  auto pool = make_pool(1024);  // few slots, so each comes round again three times
-  auto o = open_port(R"(device = "net_null0,size=64")", pool.get());
-  ASSERT_TRUE(o.port) << o.error;
-  ASSERT_TRUE(o.port->start());
-  RxQueueHandle rx = o.port->rx_queue(0);
+  Port* port = start_port(R"(device = "net_null0,size=64")", 1024);  // each slot comes round three times
+  ASSERT_NE(port, nullptr);
+  RxQueueHandle rx = port->rx_queue(0);
   Mbuf* pkts[32];
   for (unsigned b = 0; b < 96; ++b) {
     ASSERT_EQ(rx(pkts, 32), 32u) << "burst " << b;
@@ -189,24 +225,22 @@ TEST(DpdkPort, ReceivedSlotsComeWithFreshHeaders) {
     }
     mbuf_free_bulk(pkts, 32);
   }
-  o.port->stop();
-  EXPECT_EQ(pool->available(), 1024u);
+  stop_and_expect_every_slot_back();
 }
 
-TEST(DpdkPort, NullTxTakesEverythingAndReturnsSlots) {
+TEST_F(DpdkPort, NullTxTakesEverythingAndReturnsSlots) {
   REQUIRE_DPDK();
-  auto pool = make_pool();
-  auto o = open_port(R"(device = "net_null0")", pool.get());
-  ASSERT_TRUE(o.port) << o.error;
-  ASSERT_TRUE(o.port->start());
-  TxQueueHandle tx = o.port->tx_queue(0);
+  Port* port = start_port(R"(device = "net_null0")");
+  ASSERT_NE(port, nullptr);
+  Pool* pool = pool_.get();
+  TxQueueHandle tx = port->tx_queue(0);
   std::uint64_t bytes = 0;
   std::uint32_t seq = 0;
   for (unsigned b = 0; b < 40; ++b) {
     Mbuf* pkts[25];
     for (Mbuf*& m : pkts) {
       std::size_t len = frame_len(seq);
-      m = pool_frame(pool.get(), seq++, len);
+      m = pool_frame(pool, seq++, len);
       ASSERT_NE(m, nullptr);
       bytes += len;
     }
@@ -214,31 +248,29 @@ TEST(DpdkPort, NullTxTakesEverythingAndReturnsSlots) {
   }
   // net_null frees each one at once, into this thread's transmit cache: a bounded pile is still out.
   EXPECT_LE(pool->in_use(), kTransmitCacheMost);
-  PortStats st = o.port->stats();
+  PortStats st = port->stats();
   EXPECT_EQ(st.tx_queues[0].tx_packets, 1000u);
   EXPECT_EQ(st.tx_queues[0].tx_bytes, bytes);
   EXPECT_EQ(st.extended.at("tx_copied"), 0u);
   EXPECT_EQ(st.extended.at("ethdev.opackets"), 1000u);
-  o.port->stop();  // the stopping thread's cache comes back
-  EXPECT_EQ(pool->available(), kPoolCount);
+  stop_and_expect_every_slot_back();  // the stopping thread's cache comes back
 }
 
 // An lcore that transmits and ends: the slots its transmit cache held come back with the thread,
 // with no stop, and each of them can be received into again (its shadow belongs to the receive
 // mempool again, raw).
-TEST(DpdkPort, SlotsSentByAThreadComeBackWhenItEnds) {
+TEST_F(DpdkPort, SlotsSentByAThreadComeBackWhenItEnds) {
   REQUIRE_DPDK();
-  auto pool = make_pool();
-  auto o = open_port(R"(device = "net_null0")", pool.get());
-  ASSERT_TRUE(o.port) << o.error;
-  ASSERT_TRUE(o.port->start());
-  TxQueueHandle tx = o.port->tx_queue(0);
+  Port* port = start_port(R"(device = "net_null0")");
+  ASSERT_NE(port, nullptr);
+  Pool* pool = pool_.get();
+  TxQueueHandle tx = port->tx_queue(0);
   std::size_t out_after_sending = 0;
   std::thread lcore([&] {
     std::uint32_t seq = 0;
     for (unsigned b = 0; b < 100; ++b) {
       Mbuf* pkts[32];
-      for (Mbuf*& m : pkts) m = pool_frame(pool.get(), seq++, 60);
+      for (Mbuf*& m : pkts) m = pool_frame(pool, seq++, 60);
       EXPECT_EQ(tx(pkts, 32), 32u);
     }
     out_after_sending = pool->in_use();
@@ -249,7 +281,7 @@ TEST(DpdkPort, SlotsSentByAThreadComeBackWhenItEnds) {
   EXPECT_EQ(pool->available(), kPoolCount);
   // Every slot received into again: the whole pool, through the receive mempool.
   std::vector<Mbuf*> got;
-  RxQueueHandle rx = o.port->rx_queue(0);
+  RxQueueHandle rx = port->rx_queue(0);
   while (got.size() < kPoolCount) {
     Mbuf* pkts[32];
     const std::uint16_t k = rx(pkts, 32);
@@ -257,45 +289,41 @@ TEST(DpdkPort, SlotsSentByAThreadComeBackWhenItEnds) {
     got.insert(got.end(), pkts, pkts + k);
   }
   EXPECT_EQ(got.size(), kPoolCount);
-  EXPECT_EQ(o.port->stats().extended.at("rx_copied"), 0u);
+  EXPECT_EQ(port->stats().extended.at("rx_copied"), 0u);
   mbuf_free_bulk(got.data(), static_cast<unsigned>(got.size()));
-  o.port->stop();
-  EXPECT_EQ(pool->available(), kPoolCount);
+  stop_and_expect_every_slot_back();
 }
 
-TEST(DpdkPort, CopyModeCopiesAndSaysSo) {
+TEST_F(DpdkPort, CopyModeCopiesAndSaysSo) {
   REQUIRE_DPDK();
-  auto pool = make_pool();
-  auto o = open_port("device = \"net_null0,size=128\"\nbuffers = \"copy\"", pool.get());
-  ASSERT_TRUE(o.port) << o.error;
-  ASSERT_TRUE(o.port->start());
-  EXPECT_NE(o.port->path_report().find("copy: one memcpy"), std::string::npos) << o.port->path_report();
+  Port* port = start_port("device = \"net_null0,size=128\"\nbuffers = \"copy\"");
+  ASSERT_NE(port, nullptr);
+  Pool* pool = pool_.get();
+  EXPECT_NE(port->path_report().find("copy: one memcpy"), std::string::npos) << port->path_report();
   Mbuf* pkts[32];
   for (unsigned b = 0; b < 10; ++b) {
-    ASSERT_EQ(o.port->rx_queue(0)(pkts, 32), 32u);
+    ASSERT_EQ(port->rx_queue(0)(pkts, 32), 32u);
     for (Mbuf* m : pkts) {
       EXPECT_TRUE(pool->contains(m));
       EXPECT_EQ(m->data_len, 128u);
     }
     // Send them back out: the copy path on transmit.
-    ASSERT_EQ(o.port->tx_queue(0)(pkts, 32), 32u);
+    ASSERT_EQ(port->tx_queue(0)(pkts, 32), 32u);
   }
-  PortStats st = o.port->stats();
+  PortStats st = port->stats();
   EXPECT_EQ(st.extended.at("zero_copy"), 0u);
   EXPECT_EQ(st.extended.at("rx_copied"), 320u);
   EXPECT_EQ(st.extended.at("tx_copied"), 320u);
   EXPECT_EQ(st.rx_queues[0].rx_bytes, 320u * 128);
   EXPECT_EQ(st.tx_queues[0].tx_bytes, 320u * 128);
-  o.port->stop();
-  EXPECT_EQ(pool->available(), kPoolCount);
+  stop_and_expect_every_slot_back();
 }
 
-TEST(DpdkPort, RingLoopsBackTheSameSlotsInOrder) {
+TEST_F(DpdkPort, RingLoopsBackTheSameSlotsInOrder) {
   REQUIRE_DPDK();
-  auto pool = make_pool();
-  auto o = open_port(R"(device = "net_ring0")", pool.get());
-  ASSERT_TRUE(o.port) << o.error;
-  ASSERT_TRUE(o.port->start());
+  Port* port = start_port(R"(device = "net_ring0")");
+  ASSERT_NE(port, nullptr);
+  Pool* pool = pool_.get();
   constexpr std::uint32_t kFrames = 500;
   std::vector<Mbuf*> sent;
   std::uint64_t bytes = 0;
@@ -303,24 +331,15 @@ TEST(DpdkPort, RingLoopsBackTheSameSlotsInOrder) {
     Mbuf* pkts[32];
     std::uint16_t n = 0;
     for (; n < 32 && seq < kFrames; ++n, ++seq) {
-      pkts[n] = pool_frame(pool.get(), seq, frame_len(seq));
+      pkts[n] = pool_frame(pool, seq, frame_len(seq));
       ASSERT_NE(pkts[n], nullptr);
       bytes += frame_len(seq);
       sent.push_back(pkts[n]);
     }
-    ASSERT_EQ(o.port->tx_queue(0)(pkts, n), n);
+    ASSERT_EQ(port->tx_queue(0)(pkts, n), n);
   }
   EXPECT_EQ(pool->in_use(), kFrames);  // in the ring, owned by DPDK
-  std::vector<Mbuf*> got;
-  Mbuf* pkts[32];
-  for (int idle = 0; idle < 3;) {
-    std::uint16_t k = o.port->rx_queue(0)(pkts, 32);
-    if (k == 0) {
-      ++idle;
-      continue;
-    }
-    got.insert(got.end(), pkts, pkts + k);
-  }
+  std::vector<Mbuf*> got = receive_until_idle();
   ASSERT_EQ(got.size(), kFrames);
   std::uint64_t got_bytes = 0;
   for (std::uint32_t i = 0; i < kFrames; ++i) {
@@ -331,62 +350,56 @@ TEST(DpdkPort, RingLoopsBackTheSameSlotsInOrder) {
     got_bytes += got[i]->data_len;
   }
   EXPECT_EQ(got_bytes, bytes);
-  PortStats st = o.port->stats();
+  PortStats st = port->stats();
   EXPECT_EQ(st.rx_queues[0].rx_packets, kFrames);
   EXPECT_EQ(st.tx_queues[0].tx_packets, kFrames);
   EXPECT_EQ(st.rx_queues[0].rx_bytes, bytes);
   EXPECT_EQ(st.tx_queues[0].tx_bytes, bytes);
   EXPECT_EQ(st.extended.at("rx_copied") + st.extended.at("tx_copied"), 0u);
   mbuf_free_bulk(got.data(), static_cast<unsigned>(got.size()));
-  o.port->stop();
-  EXPECT_EQ(pool->available(), kPoolCount);
+  stop_and_expect_every_slot_back();
 }
 
-TEST(DpdkPort, SharedBufferIsCopiedOnTransmit) {
+TEST_F(DpdkPort, SharedBufferIsCopiedOnTransmit) {
   REQUIRE_DPDK();
-  auto pool = make_pool();
-  auto o = open_port(R"(device = "net_ring0")", pool.get());
-  ASSERT_TRUE(o.port) << o.error;
-  ASSERT_TRUE(o.port->start());
-  Mbuf* m = pool_frame(pool.get(), 9, 100);
+  Port* port = start_port(R"(device = "net_ring0")");
+  ASSERT_NE(port, nullptr);
+  Pool* pool = pool_.get();
+  Mbuf* m = pool_frame(pool, 9, 100);
   mbuf_ref(m);  // a second holder: its slot must not travel through DPDK
-  ASSERT_EQ(o.port->tx_queue(0)(&m, 1), 1u);
+  ASSERT_EQ(port->tx_queue(0)(&m, 1), 1u);
   EXPECT_EQ(m->refcnt.load(), 1);  // the transmit released its reference
   Mbuf* back = nullptr;
-  ASSERT_EQ(o.port->rx_queue(0)(&back, 1), 1u);
+  ASSERT_EQ(port->rx_queue(0)(&back, 1), 1u);
   EXPECT_NE(back, m);
   ASSERT_EQ(back->data_len, 100u);
   EXPECT_EQ(std::memcmp(back->data(), m->data(), 100), 0);
-  EXPECT_EQ(o.port->stats().extended.at("tx_copied"), 1u);
+  EXPECT_EQ(port->stats().extended.at("tx_copied"), 1u);
   mbuf_free(back);
   mbuf_free(m);
-  o.port->stop();
-  EXPECT_EQ(pool->available(), kPoolCount);
+  stop_and_expect_every_slot_back();
 }
 
-TEST(DpdkPort, StopReturnsBuffersStillInTheDevice) {
+TEST_F(DpdkPort, StopReturnsBuffersStillInTheDevice) {
   REQUIRE_DPDK();
-  auto pool = make_pool();
-  auto o = open_port(R"(device = "net_ring0")", pool.get());
-  ASSERT_TRUE(o.port) << o.error;
-  ASSERT_TRUE(o.port->start());
+  Port* port = start_port(R"(device = "net_ring0")");
+  ASSERT_NE(port, nullptr);
+  Pool* pool = pool_.get();
   Mbuf* pkts[64];
-  for (std::uint32_t i = 0; i < 64; ++i) pkts[i] = pool_frame(pool.get(), i, 80);
-  ASSERT_EQ(o.port->tx_queue(0)(pkts, 64), 64u);
+  for (std::uint32_t i = 0; i < 64; ++i) pkts[i] = pool_frame(pool, i, 80);
+  ASSERT_EQ(port->tx_queue(0)(pkts, 64), 64u);
   EXPECT_EQ(pool->in_use(), 64u);
-  o.port->stop();
-  EXPECT_EQ(pool->available(), kPoolCount);
+  stop_and_expect_every_slot_back();
   // The port comes back after a stop, with the device probed afresh.
-  ASSERT_TRUE(o.port->start());
-  ASSERT_EQ(o.port->tx_queue(0)(pkts, 0), 0u);
-  Mbuf* one = pool_frame(pool.get(), 1, 70);
-  ASSERT_EQ(o.port->tx_queue(0)(&one, 1), 1u);
+  ASSERT_TRUE(port->start());
+  ASSERT_EQ(port->tx_queue(0)(pkts, 0), 0u);
+  Mbuf* one = pool_frame(pool, 1, 70);
+  ASSERT_EQ(port->tx_queue(0)(&one, 1), 1u);
   Mbuf* back = nullptr;
-  ASSERT_EQ(o.port->rx_queue(0)(&back, 1), 1u);
+  ASSERT_EQ(port->rx_queue(0)(&back, 1), 1u);
   EXPECT_EQ(back, one);
   mbuf_free(back);
-  o.port->stop();
-  EXPECT_EQ(pool->available(), kPoolCount);
+  stop_and_expect_every_slot_back();
 }
 
 #ifdef RAWPIPE_HAVE_PMD_DPDK
@@ -394,11 +407,10 @@ TEST(DpdkPort, StopReturnsBuffersStillInTheDevice) {
 // state rte_mbuf_raw_alloc promises (refcnt 1, one segment, no next) plus the pinned-buffer flag
 // and the default headroom, whatever its slot went through: a transmit from a moved data_off, a
 // receive of that frame, a transmit the device refused, and rawpipe's own free of each.
-TEST(DpdkPort, ShadowsOfFreeSlotsAreRawWhateverTheirSlotsWentThrough) {
-  auto pool = make_pool();
-  auto o = open_port(R"(device = "net_ring0")", pool.get());
-  ASSERT_TRUE(o.port) << o.error;
-  ASSERT_TRUE(o.port->start());
+TEST_F(DpdkPort, ShadowsOfFreeSlotsAreRawWhateverTheirSlotsWentThrough) {
+  Port* port = start_port(R"(device = "net_ring0")");
+  ASSERT_NE(port, nullptr);
+  Pool* pool = pool_.get();
   constexpr std::uint32_t kShift = 6;  // a header pushed in front, as a VLAN insert would
   // More than net_ring's ring holds, so the last bursts are refused and stay with us.
   constexpr std::uint32_t kFrames = 1200;
@@ -415,29 +427,20 @@ TEST(DpdkPort, ShadowsOfFreeSlotsAreRawWhateverTheirSlotsWentThrough) {
       m->data_len = 64;
       pkts[n] = m;
     }
-    const std::uint16_t sent = o.port->tx_queue(0)(pkts, n);
+    const std::uint16_t sent = port->tx_queue(0)(pkts, n);
     accepted += sent;
     refused.insert(refused.end(), pkts + sent, pkts + n);
   }
   ASSERT_FALSE(refused.empty()) << "net_ring took all " << kFrames << " frames: the refused path went untested";
   ASSERT_GT(accepted, 0u);
   mbuf_free_bulk(refused.data(), static_cast<unsigned>(refused.size()));
-  std::uint32_t received = 0;
-  for (int idle = 0; idle < 3;) {
-    Mbuf* pkts[32];
-    const std::uint16_t k = o.port->rx_queue(0)(pkts, 32);
-    if (k == 0) {
-      ++idle;
-      continue;
-    }
-    for (std::uint16_t i = 0; i < k; ++i) EXPECT_EQ(pkts[i]->data_off, kMbufHeaderSize + RTE_PKTMBUF_HEADROOM + kShift);
-    received += k;
-    mbuf_free_bulk(pkts, k);
-  }
-  ASSERT_EQ(received, accepted);
+  std::vector<Mbuf*> received = receive_until_idle();
+  for (const Mbuf* m : received) EXPECT_EQ(m->data_off, kMbufHeaderSize + RTE_PKTMBUF_HEADROOM + kShift);
+  ASSERT_EQ(received.size(), accepted);
+  mbuf_free_bulk(received.data(), static_cast<unsigned>(received.size()));
   ASSERT_EQ(pool->available(), kPoolCount);
 
-  auto bridge = dpdk::MbufBridge::get(pool.get());
+  auto bridge = dpdk::MbufBridge::get(pool);
   ASSERT_TRUE(bridge) << bridge.message();
   std::vector<rte_mbuf*> all(kPoolCount);
   ASSERT_EQ(rte_mempool_get_bulk(bridge.value()->mempool(), reinterpret_cast<void**>(all.data()), kPoolCount), 0);
@@ -453,39 +456,35 @@ TEST(DpdkPort, ShadowsOfFreeSlotsAreRawWhateverTheirSlotsWentThrough) {
   }
   EXPECT_EQ(not_raw, 0u) << "of " << kPoolCount << " shadows handed out";
   rte_mempool_put_bulk(bridge.value()->mempool(), reinterpret_cast<void* const*>(all.data()), kPoolCount);
-  o.port->stop();
-  EXPECT_EQ(pool->available(), kPoolCount);
+  stop_and_expect_every_slot_back();
 }
 #else
-TEST(DpdkPort, ShadowsOfFreeSlotsAreRawWhateverTheirSlotsWentThrough) { REQUIRE_DPDK(); }
+TEST_F(DpdkPort, ShadowsOfFreeSlotsAreRawWhateverTheirSlotsWentThrough) { REQUIRE_DPDK(); }
 #endif
 
-TEST(DpdkPort, TwoQueuesSayHowTheySpreadFlows) {
+TEST_F(DpdkPort, TwoQueuesSayHowTheySpreadFlows) {
   REQUIRE_DPDK();
-  auto pool = make_pool();
-  auto o = open_port(R"(device = "net_null0")", pool.get(), 2, 2);
-  ASSERT_TRUE(o.port) << o.error;
-  ASSERT_TRUE(o.port->start());
+  Port* port = start_port(R"(device = "net_null0")", kPoolCount, 2, 2);
+  ASSERT_NE(port, nullptr);
   // net_null advertises RSS hash functions (it keeps a redirection table it never uses).
-  EXPECT_TRUE(o.port->caps().rss);
-  EXPECT_NE(o.port->path_report().find("RSS over 2 queues"), std::string::npos) << o.port->path_report();
+  EXPECT_TRUE(port->caps().rss);
+  EXPECT_NE(port->path_report().find("RSS over 2 queues"), std::string::npos) << port->path_report();
   Mbuf* pkts[16];
   for (std::uint16_t q = 0; q < 2; ++q)
     for (int b = 0; b < 5; ++b) {
-      ASSERT_EQ(o.port->rx_queue(q)(pkts, 16), 16u);
+      ASSERT_EQ(port->rx_queue(q)(pkts, 16), 16u);
       for (Mbuf* m : pkts) EXPECT_EQ(m->queue, q);
-      ASSERT_EQ(o.port->tx_queue(q)(pkts, 16), 16u);
+      ASSERT_EQ(port->tx_queue(q)(pkts, 16), 16u);
     }
-  PortStats st = o.port->stats();
+  PortStats st = port->stats();
   ASSERT_EQ(st.rx_queues.size(), 2u);
   EXPECT_EQ(st.rx_queues[0].rx_packets, 80u);
   EXPECT_EQ(st.rx_queues[1].rx_packets, 80u);
   EXPECT_EQ(st.tx_queues[1].tx_packets, 80u);
-  o.port->stop();
-  EXPECT_EQ(pool->available(), kPoolCount);
+  stop_and_expect_every_slot_back();
 }
 
-TEST(DpdkPort, PortsOverOnePoolShareTheBridge) {
+TEST_F(DpdkPort, PortsOverOnePoolShareTheBridge) {
   REQUIRE_DPDK();
   auto pool = make_pool();
   auto a = open_port(R"(device = "net_ring0")", pool.get());
@@ -506,7 +505,7 @@ TEST(DpdkPort, PortsOverOnePoolShareTheBridge) {
   EXPECT_EQ(pool->available(), kPoolCount);
 }
 
-TEST(DpdkPort, ConfigErrorsNameTheKey) {
+TEST_F(DpdkPort, ConfigErrorsNameTheKey) {
   REQUIRE_DPDK();
   auto pool = make_pool(64);
   auto missing = open_port("", pool.get());
@@ -526,7 +525,7 @@ TEST(DpdkPort, ConfigErrorsNameTheKey) {
   EXPECT_NE(queues.error.find("rx_queues"), std::string::npos) << queues.error;
 }
 
-TEST(DpdkPort, OneDeviceCannotBackTwoPorts) {
+TEST_F(DpdkPort, OneDeviceCannotBackTwoPorts) {
   REQUIRE_DPDK();
   auto pool = make_pool();
   auto a = open_port(R"(device = "net_null0")", pool.get());
@@ -536,7 +535,7 @@ TEST(DpdkPort, OneDeviceCannotBackTwoPorts) {
   EXPECT_NE(b.error.find("already used"), std::string::npos) << b.error;
 }
 
-TEST(DpdkPort, EalArgumentsMustAgree) {
+TEST_F(DpdkPort, EalArgumentsMustAgree) {
   REQUIRE_DPDK();
   auto pool = make_pool(64);
   // Make sure the EAL runs, then ask for different arguments.
@@ -584,67 +583,55 @@ Written write_pcap(const std::string& path, std::uint32_t frames) {
   return w;
 }
 
-TEST(DpdkPort, PcapRxReadsEveryFrameOfAFile) {
+TEST_F(DpdkPort, PcapRxReadsEveryFrameOfAFile) {
   REQUIRE_DPDK();
   std::string in = temp_path("in.pcap");
   constexpr std::uint32_t kFrames = 300;
   Written w = write_pcap(in, kFrames);
-  auto pool = make_pool();
-  auto o = open_port(fmt::format("device = \"net_pcap0,rx_pcap={}\"", in), pool.get());
-  ASSERT_TRUE(o.port) << o.error;
-  ASSERT_TRUE(o.port->start());
+  Port* port = start_port(fmt::format("device = \"net_pcap0,rx_pcap={}\"", in));
+  ASSERT_NE(port, nullptr);
+  std::vector<Mbuf*> got = receive_until_idle();
   std::uint32_t seq = 0;
   std::uint64_t bytes = 0;
-  Mbuf* pkts[32];
-  for (int idle = 0; idle < 3;) {
-    std::uint16_t k = o.port->rx_queue(0)(pkts, 32);
-    if (k == 0) {
-      ++idle;
-      continue;
-    }
-    for (std::uint16_t i = 0; i < k; ++i, ++seq) {
-      std::size_t len = seq % 5 == 0 ? 1514 : frame_len(seq);
-      ASSERT_EQ(pkts[i]->data_len, len) << "frame " << seq;
-      auto want = pattern_frame(seq, len);
-      EXPECT_EQ(std::memcmp(pkts[i]->data(), want.data(), len), 0) << "frame " << seq;
-      bytes += len;
-    }
-    mbuf_free_bulk(pkts, k);
+  for (; seq < got.size(); ++seq) {
+    std::size_t len = seq % 5 == 0 ? 1514 : frame_len(seq);
+    ASSERT_EQ(got[seq]->data_len, len) << "frame " << seq;
+    auto want = pattern_frame(seq, len);
+    EXPECT_EQ(std::memcmp(got[seq]->data(), want.data(), len), 0) << "frame " << seq;
+    bytes += len;
   }
+  mbuf_free_bulk(got.data(), static_cast<unsigned>(got.size()));
   EXPECT_EQ(seq, w.frames);
   EXPECT_EQ(bytes, w.bytes);
-  PortStats st = o.port->stats();
+  PortStats st = port->stats();
   EXPECT_EQ(st.rx_queues[0].rx_packets, w.frames);
   EXPECT_EQ(st.rx_queues[0].rx_bytes, w.bytes);
   EXPECT_EQ(st.extended.at("rx_copied"), 0u);
-  o.port->stop();
-  EXPECT_EQ(pool->available(), kPoolCount);
+  stop_and_expect_every_slot_back();
   std::filesystem::remove(in);
 }
 
-TEST(DpdkPort, PcapTxWritesWhatWasSent) {
+TEST_F(DpdkPort, PcapTxWritesWhatWasSent) {
   REQUIRE_DPDK();
   std::string in = temp_path("empty.pcap");
   std::string out = temp_path("out.pcap");
   write_pcap(in, 0);
-  auto pool = make_pool();
-  auto o = open_port(fmt::format("device = \"net_pcap1,rx_pcap={},tx_pcap={}\"", in, out), pool.get());
-  ASSERT_TRUE(o.port) << o.error;
-  ASSERT_TRUE(o.port->start());
+  Port* port = start_port(fmt::format("device = \"net_pcap1,rx_pcap={},tx_pcap={}\"", in, out));
+  ASSERT_NE(port, nullptr);
+  Pool* pool = pool_.get();
   constexpr std::uint32_t kFrames = 200;
   std::uint64_t bytes = 0;
   for (std::uint32_t seq = 0; seq < kFrames;) {
     Mbuf* pkts[20];
     std::uint16_t n = 0;
     for (; n < 20; ++n, ++seq) {
-      pkts[n] = pool_frame(pool.get(), seq, frame_len(seq));
+      pkts[n] = pool_frame(pool, seq, frame_len(seq));
       bytes += frame_len(seq);
     }
-    ASSERT_EQ(o.port->tx_queue(0)(pkts, n), n);
+    ASSERT_EQ(port->tx_queue(0)(pkts, n), n);
   }
-  EXPECT_EQ(o.port->stats().tx_queues[0].tx_bytes, bytes);
-  o.port->stop();  // closes the dumper: the file is complete
-  EXPECT_EQ(pool->available(), kPoolCount);
+  EXPECT_EQ(port->stats().tx_queues[0].tx_bytes, bytes);
+  stop_and_expect_every_slot_back();  // closes the dumper: the file is complete
 
   char err[PCAP_ERRBUF_SIZE];
   pcap_t* p = pcap_open_offline(out.c_str(), err);
@@ -669,11 +656,11 @@ TEST(DpdkPort, PcapTxWritesWhatWasSent) {
 
 #else
 
-TEST(DpdkPort, PcapRxReadsEveryFrameOfAFile) {
+TEST_F(DpdkPort, PcapRxReadsEveryFrameOfAFile) {
   GTEST_SKIP() << "built without the pcap PMD (-Dpmd_pcap=disabled)";
 }
 
-TEST(DpdkPort, PcapTxWritesWhatWasSent) {
+TEST_F(DpdkPort, PcapTxWritesWhatWasSent) {
   GTEST_SKIP() << "built without the pcap PMD (-Dpmd_pcap=disabled)";
 }
 
