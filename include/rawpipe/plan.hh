@@ -82,8 +82,9 @@ struct EndpointPlan {
 struct MetricsPlan {
   std::string listen;                      // "IPV4:PORT" serving GET /metrics; empty: none
   std::uint32_t latency_sample = kDefaultLatencySample;  // time one queue poll in N; 0: off
-  // Publish the stats segment /dev/shm/rawpipe-NAME (rawpipe stat) for this pipeline, also when
-  // it is created through the Extra API. false: none.
+  // Publish the stats segment (rawpipe stat) /dev/shm/rawpipe.<pid>, linked from
+  // /dev/shm/rawpipe-name.NAME, for this pipeline, also when it is created through the Extra API.
+  // false: none.
   bool stats_segment = true;
 };
 
@@ -134,7 +135,7 @@ struct Plan {
   std::vector<TapConfig> taps;             // [[taps]]: capture taps (config/taps_section.hh)
   // [run] plugin_dirs: where the [[filters]] plugins (and the Extra API's load_filter_plugin on
   // this pipeline) may come from, and where bare plugin names are looked for first. Unset: the
-  // process-wide setting (pipeline/privilege/plugin_path.hh).
+  // process-wide setting (rawpipe/plugin_path.hh).
   bool plugin_dirs_set = false;
   std::vector<std::string> plugin_dirs;
   DefaultAction default_action = DefaultAction::kDrop;

@@ -14,7 +14,7 @@ namespace {
 const KeyDoc kMetricsDocs[] = {
     {"listen", "string", "\"IPV4:PORT\" or a bare port (127.0.0.1)", "nothing listens",
      "address of the Prometheus text endpoint GET /metrics; port 0 picks a free one"},
-    {"stats_segment", "boolean", "", "true", "publish /dev/shm/rawpipe-<config name> for `rawpipe stat`"},
+    {"stats_segment", "boolean", "", "true", "publish /dev/shm/rawpipe.<pid> and the link /dev/shm/rawpipe-name.<config name> for `rawpipe stat`"},
     {"latency_sample", "integer", "0 to 1048576", "64", "time one queue poll in N for the latency histograms; 0: off"},
 };
 }  // namespace
