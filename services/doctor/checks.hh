@@ -15,6 +15,7 @@
 //   xdp_program.cc   the af_xdp driver is built in and its XDP program object is where it looks
 //   rdma.cc          rdma-core libraries, RDMA devices, the mlx5/mana preflight, the MANA vPort
 //   path.cc          which driver and mode each port will run in, and why auto skips each rung
+//   run_user.cc      the [run] user and group exist and are not root
 #pragma once
 
 #include "services/doctor/facts.hh"
@@ -39,6 +40,7 @@ void check_bpffs(const Needs* needs, const HostFacts& host, Report& report);
 void check_xdp_program(const Needs* needs, const HostFacts& host, Report& report);
 void check_rdma(const Needs* needs, const HostFacts& host, Report& report);
 void check_paths(const Needs* needs, const HostFacts& host, Report& report);
+void check_run_user(const Needs* needs, const HostFacts& host, Report& report);
 
 // All of the above, in the order a user fixes things.
 Report run_checks(const Needs* needs, const HostFacts& host);

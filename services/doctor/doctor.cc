@@ -21,6 +21,8 @@ GatherOptions gather_options_for(const Needs* needs) {
   for (const TapNeed& t : needs->taps)
     if (std::find(o.tap_dirs.begin(), o.tap_dirs.end(), t.dir) == o.tap_dirs.end()) o.tap_dirs.push_back(t.dir);
   o.metrics_listen = needs->metrics_listen;
+  o.run_user = needs->run_user;
+  o.run_group = needs->run_group;
   return o;
 }
 
@@ -40,6 +42,7 @@ Report run_checks(const Needs* needs, const HostFacts& host) {
   check_taps(needs, host, r);
   check_metrics_port(needs, host, r);
   check_paths(needs, host, r);
+  check_run_user(needs, host, r);
   return r;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <net/if.h>
+#include <pwd.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <sys/utsname.h>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "rawpipe/privilege.hh"
 #include "services/doctor/listen_probe.hh"
 #include "services/doctor/peer.hh"
 
@@ -215,6 +217,24 @@ HostFacts gather_host(const GatherOptions& o) {
   if (!o.metrics_listen.empty()) {
     h.metrics_checked = true;
     h.metrics = probe_listen(o.metrics_listen, o.proc_root);
+  }
+  if (!o.run_user.empty()) {
+    h.run_user_checked = true;
+    if (auto u = privilege::resolve_run_user(o.run_user, o.run_group)) {
+      h.run_user = u->user;
+      h.run_group = u->group;
+      h.run_uid = u->uid;
+      h.run_gid = u->gid;
+    } else {
+      h.run_user = o.run_user;
+      h.run_group = o.run_group;
+      h.run_user_error = u.message();
+    }
+    // Which fix applies: a missing user, root, or (the user being fine) a missing group.
+    if (const passwd* pw = getpwnam(o.run_user.c_str())) {
+      h.run_user_exists = true;
+      h.run_uid = pw->pw_uid;
+    }
   }
   h.mounts = parse_mounts(slurp(fs::path(o.proc_root) / "self/mounts"));
   h.cpu_node = read_cpu_nodes(o.sysfs_root);

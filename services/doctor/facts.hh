@@ -101,6 +101,13 @@ struct HostFacts {
   // IRQ number -> the CPUs it is delivered to: /proc/irq/N/effective_affinity_list where the
   // kernel has it, else smp_affinity_list.
   std::map<int, std::vector<int>> irq_cpus;
+  // [run] user and group resolved by the function `rawpipe run` calls before it sets anything
+  // up: the uid and gid it switches to, or why it refuses (run_user_error).
+  bool run_user_checked = false;
+  std::string run_user, run_group;    // as resolved (the group defaults to the user's primary one)
+  bool run_user_exists = false;       // the passwd database has the user (run_uid is then its uid)
+  unsigned run_uid = 0, run_gid = 0;
+  std::string run_user_error;
   std::string kernel;                 // uname -r
   std::string binary;                 // /proc/self/exe, for setcap fixes
 };
@@ -113,6 +120,7 @@ struct GatherOptions {
   bool all_interfaces = false;        // look at every interface (doctor without a config)
   std::vector<std::string> tap_dirs;  // directories capture taps write into
   std::string metrics_listen;         // [metrics] listen to try, "" for none
+  std::string run_user, run_group;    // [run] user and group to resolve, "" for none
 };
 
 HostFacts gather_host(const GatherOptions& options);

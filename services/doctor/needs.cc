@@ -69,6 +69,8 @@ Result<Needs> needs_from_text(std::string_view text, const std::string& file, co
     n.taps.push_back({t.name, t.path, dir.empty() ? std::string(".") : dir.string(), t.rotate_bytes, t.max_files});
   }
   n.metrics_listen = plan.metrics.listen;
+  n.run_user = loaded->app.privilege.user;
+  n.run_group = loaded->app.privilege.group;
   return n;
 }
 

@@ -59,6 +59,8 @@ struct Needs {
   std::vector<PortNeed> ports;
   std::vector<TapNeed> taps;
   std::string metrics_listen;  // [metrics] listen, "" when none
+  std::string run_user;        // [run] user, "" when the run keeps its uid
+  std::string run_group;       // [run] group, "" for the user's primary group
   Needs() = default;
   Needs(const Needs&) = delete;  // ports point into pools
   Needs(Needs&&) = default;

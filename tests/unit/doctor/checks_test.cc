@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "rawpipe/privilege.hh"
 #include "services/doctor/checks.hh"
 #include "services/doctor/xdp_limits.hh"
 #include "rawpipe/mbuf.hh"
@@ -647,6 +648,78 @@ TEST(DoctorCpuIsolation, GatheredFromSysfsAndProcTrees) {
             "lcore CPUs 2-3: CPU 2-3 not in nohz_full (the scheduler tick interrupts the lcore); 1 IRQ delivered to "
             "lcore CPUs (24)");
   EXPECT_NE(r.findings()[0].fix.find(": nohz_full=2-3 irqaffinity=0-1,4-7;"), std::string::npos) << r.findings()[0].fix;
+}
+
+// [run] user and group: doctor reaches the verdict `rawpipe run` will, with the fix for each way it
+// refuses, and says nothing when the run keeps its uid.
+Needs run_user_needs(const std::string& run_keys) {
+  return needs("[[ports]]\nname = \"p0\"\npmd = \"synth\"\n", "",
+               "[[lcores]]\nrx = [\"p0:0\"]\n[run]\n" + run_keys);
+}
+
+TEST(DoctorChecks, RunUserEachRefusalGetsItsFix) {
+  Needs n = run_user_needs("user = \"svc\"\ngroup = \"svcgrp\"\n");
+  EXPECT_EQ(n.run_user, "svc");
+  EXPECT_EQ(n.run_group, "svcgrp");
+  EXPECT_EQ(gather_options_for(&n).run_user, "svc");
+  EXPECT_EQ(gather_options_for(&n).run_group, "svcgrp");
+  HostFacts h = good_host();
+  h.run_user_checked = true;
+  h.run_user = "svc";
+  h.run_group = "svcgrp";
+
+  h.run_user_error = "[run] user \"svc\" does not exist on this host";
+  Report missing = run_checks(&n, h);
+  EXPECT_FALSE(missing.can_run());
+  const Finding* f = only(missing, "run user");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kFail);
+  EXPECT_EQ(f->detail, h.run_user_error);
+  EXPECT_EQ(f->fix.rfind("create it (sudo useradd --system --no-create-home --shell /usr/sbin/nologin svc)", 0), 0u)
+      << f->fix;
+
+  h.run_user_exists = true;  // uid 0
+  h.run_user_error = "[run] user \"svc\" is root (uid 0)";
+  Report root = run_checks(&n, h);
+  f = only(root, "run user");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kFail);
+  EXPECT_EQ(f->fix.rfind("name an unprivileged user in [run] user of test.toml", 0), 0u) << f->fix;
+
+  h.run_uid = 998;
+  h.run_user_error = "[run] group \"svcgrp\" does not exist on this host";
+  Report no_group = run_checks(&n, h);
+  f = only(no_group, "run user");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kFail);
+  EXPECT_EQ(f->fix, "create the group (sudo groupadd --system svcgrp) or change [run] group in test.toml");
+
+  h.run_user_error.clear();
+  h.run_gid = 997;
+  Report fine = run_checks(&n, h);
+  EXPECT_TRUE(fine.can_run());
+  f = only(fine, "run user");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kOk);
+  EXPECT_NE(f->detail.find("user svc (uid 998), group svcgrp (gid 997)"), std::string::npos) << f->detail;
+
+  Needs keeps_uid = run_user_needs("duration = 1\n");
+  EXPECT_TRUE(run_checks(&keeps_uid, good_host()).find("run user").empty());
+}
+
+// The facts come from the resolution `rawpipe run` itself calls: root exists on every host and is
+// refused.
+TEST(DoctorChecks, RunUserFactsAreTheRunsOwnResolution) {
+  GatherOptions o;
+  o.run_user = "root";
+  HostFacts h = gather_host(o);
+  EXPECT_TRUE(h.run_user_checked);
+  EXPECT_TRUE(h.run_user_exists);
+  EXPECT_EQ(h.run_uid, 0u);
+  auto resolved = privilege::resolve_run_user("root", "");
+  ASSERT_FALSE(resolved);
+  EXPECT_EQ(h.run_user_error, resolved.message());
+  EXPECT_FALSE(gather_host(GatherOptions{}).run_user_checked);
 }
 
 }  // namespace
