@@ -2,8 +2,10 @@
 """CI check of the benchmark harness: runs `tools/bench/run --quick` against an existing build and
 checks what it wrote. It asserts no speed: only that every scenario 1..10 produced rows, that every
 row was measured, with a rawpipe figure and its peer's figure (a row with no peer by design says
-so), that each row names the work of both sides, and that the JSON, the Markdown table and the
-plots it lists exist. A row that was not measured fails the check with the row's reason.
+so), that each row names the work of both sides, that every Google Benchmark filter a row's
+reproduce command gives selects at least one benchmark of the program it runs (a filter that selects
+none makes the program say so and exit 0, measuring nothing), and that the JSON, the Markdown table
+and the plots it lists exist. A row that was not measured fails the check with the row's reason.
 
 Needs root (scenarios 4 and 5 build network namespaces): without it the check is skipped (exit 77)."""
 
@@ -11,14 +13,38 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def fail(msg):
     print(f"FAIL: {msg}")
     sys.exit(1)
+
+
+def filters_selecting_nothing(rows):
+    """'ROW: PROGRAM --benchmark_filter=REGEX ...' for each reproduce command whose filter selects no
+    benchmark of that program (paths in reproduce commands are relative to the source tree), and how
+    many filters were looked at."""
+    bad, checked = [], 0
+    for r in rows:
+        for m in re.finditer(r"(\S+) --benchmark_filter='([^']*)'", r.get("reproduce", "")):
+            exe, regex = m.group(1), m.group(2)
+            checked += 1
+            path = exe if os.path.isabs(exe) else os.path.join(ROOT, exe)
+            if not os.access(path, os.X_OK):
+                bad.append(f"{r.get('id')}: {exe} is not an executable")
+                continue
+            listed = subprocess.run([path, "--benchmark_list_tests", f"--benchmark_filter={regex}"],
+                                    capture_output=True, text=True, timeout=120)
+            if listed.returncode != 0 or not listed.stdout.strip():
+                bad.append(f"{r.get('id')}: {exe} --benchmark_filter='{regex}' selects no benchmark "
+                           f"({(listed.stderr or listed.stdout).strip()[-200:]})")
+    return bad, checked
 
 
 def main():
@@ -77,13 +103,17 @@ def main():
                 fail(f"row {rid} is missing from bench.md")
         if unmeasured:
             fail(f"{len(unmeasured)} of {len(rows)} rows not measured:\n  " + "\n  ".join(unmeasured))
+        bad_filters, filters_checked = filters_selecting_nothing(rows)
+        if bad_filters:
+            fail("reproduce commands that would measure nothing:\n  " + "\n  ".join(bad_filters))
         if proc.returncode != 0:
             fail(f"tools/bench/run exited {proc.returncode} with every row measured: {proc.stderr[-2000:]}")
         for p in result.get("plots", []):
             if not os.path.getsize(os.path.join(out, p)):
                 fail(f"plot {p} is empty")
         measured = sum(1 for r in rows if r["status"] == "measured")
-        print(f"OK: {len(rows)} rows, {measured} measured, {len(rows) - measured} not run with reasons")
+        print(f"OK: {len(rows)} rows, {measured} measured, {len(rows) - measured} not run with reasons; "
+              f"{filters_checked} benchmark filters of reproduce commands select benchmarks")
 
 
 if __name__ == "__main__":
