@@ -225,15 +225,16 @@ HostFacts gather_host(const GatherOptions& o) {
       h.run_group = u->group;
       h.run_uid = u->uid;
       h.run_gid = u->gid;
+      h.run_user_exists = true;
     } else {
       h.run_user = o.run_user;
       h.run_group = o.run_group;
       h.run_user_error = u.message();
-    }
-    // Which fix applies: a missing user, root, or (the user being fine) a missing group.
-    if (const passwd* pw = getpwnam(o.run_user.c_str())) {
-      h.run_user_exists = true;
-      h.run_uid = pw->pw_uid;
+      // Which fix applies: a missing user, root, or (the user being fine) a missing group.
+      if (const passwd* pw = getpwnam(o.run_user.c_str())) {
+        h.run_user_exists = true;
+        h.run_uid = pw->pw_uid;
+      }
     }
   }
   h.mounts = parse_mounts(slurp(fs::path(o.proc_root) / "self/mounts"));

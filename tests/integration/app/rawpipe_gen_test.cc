@@ -451,6 +451,7 @@ TEST_P(RawpipeGenKernelUdp, EveryFrameReachesAKernelSocketIntact) {
   ASSERT_TRUE(pair) << pair.message();
   const std::string b_if = pair->b().name;
   ASSERT_TRUE(pair->exec_b({"ip", "route", "add", "10.0.0.0/24", "dev", b_if}));
+  ASSERT_TRUE(pair->exec_b({"ip", "-6", "route", "add", "fd00::/64", "dev", b_if}));
   int untagger = -1;
   if (c.vlan != 0) {
     std::string why;
@@ -467,7 +468,6 @@ TEST_P(RawpipeGenKernelUdp, EveryFrameReachesAKernelSocketIntact) {
 #endif
     ASSERT_GE(untagger, 0) << "the receiving end cannot untag: " << why;
   }
-  ASSERT_TRUE(pair->exec_b({"ip", "-6", "route", "add", "fd00::/64", "dev", b_if}));
 
   int fds[2] = {-1, -1};
   std::string err;
