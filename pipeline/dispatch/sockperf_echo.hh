@@ -6,10 +6,12 @@
 //   offset 8  u16 flags: 1 = sent by a client, 2 = pong requested, 4 = warm-up message
 //   offset 10 u32 message length
 // Its client ignores every reply that still has the client flag set, so a byte-exact echo makes
-// ping-pong wait forever. Its server (src/server.h, handle_message) sends a reply only for a
-// message that has the client flag and the pong flag and is not a warm-up message, and in the
-// reply it clears the client flag and changes nothing else. sockperf_reply() does the same to a
-// frame whose addresses echo_swap() has already swapped.
+// ping-pong wait forever. Its server (src/server.h, server_receive_then_send) sends a reply only
+// for a complete message that has the client flag and the pong flag and is not a warm-up message,
+// and in the reply it clears the client flag and changes nothing else. A message whose length
+// field runs past the datagram is not complete: the server ignores it (beyond its largest payload)
+// or waits for the rest, and answers nothing. sockperf_reply() does the same to a frame whose
+// addresses echo_swap() has already swapped.
 //
 // The UDP checksum covers the flags word (an even offset in the datagram), so it is updated
 // incrementally (RFC 1624: HC' = ~(~HC + ~m + m')); a zero IPv4 UDP checksum (none sent) stays
@@ -39,7 +41,8 @@ inline std::uint16_t udp_checksum_update(std::uint16_t check, std::uint16_t old_
 
 // True when a sockperf server would answer this parsed UDP frame; then the client flag is cleared
 // in place and the UDP checksum fixed. False (frame unchanged) for anything it would not answer:
-// a payload shorter than the header, a message without the client or pong flag, a warm-up message.
+// a payload shorter than the header, a message without the client or pong flag, a warm-up message,
+// a message longer than the datagram carries.
 inline bool sockperf_reply(Mbuf* m) noexcept {
   if (m->payload_len < kSockperfHeaderSize ||
       std::uint32_t(m->payload_off) + kSockperfHeaderSize > m->data_len || m->l4_off == 0)
@@ -49,6 +52,7 @@ inline bool sockperf_reply(Mbuf* m) noexcept {
   const std::uint16_t flags = wire::load_be16(flags_at);
   if ((flags & (kSockperfClient | kSockperfPong)) != (kSockperfClient | kSockperfPong) || (flags & kSockperfWarmup))
     return false;
+  if (wire::load_be32(flags_at + 2) > m->payload_len) return false;
   const std::uint16_t reply = static_cast<std::uint16_t>(flags & ~kSockperfClient);
   wire::store_be16(flags_at, reply);
   std::uint8_t* check_at = d + m->l4_off + 6;

@@ -26,6 +26,13 @@ std::vector<std::uint8_t> message(std::uint16_t flags, std::size_t size = 64) {
   return p;
 }
 
+// A pong request whose length field says one byte more than the datagram carries.
+std::vector<std::uint8_t> longer_than_sent() {
+  auto p = message(kSockperfClient | kSockperfPong);
+  wire::store_be32(p.data() + 10, static_cast<std::uint32_t>(p.size() + 1));
+  return p;
+}
+
 std::vector<std::uint8_t> frame(int ip_version, const std::vector<std::uint8_t>& payload, bool checksum = true) {
   wire::FrameSpec s;
   s.eth.src = {2, 0, 0, 0, 0, 1};
@@ -114,7 +121,8 @@ TEST_F(SockperfEcho, WhatASockperfServerDoesNotAnswerIsLeftAlone) {
   for (const Case& c : {Case{message(kSockperfPong), "server's own message (no client flag)"},
                         Case{message(kSockperfClient), "no pong requested"},
                         Case{message(kSockperfClient | kSockperfPong | kSockperfWarmup), "warm-up"},
-                        Case{std::vector<std::uint8_t>(13, 0xff), "shorter than the header"}}) {
+                        Case{std::vector<std::uint8_t>(13, 0xff), "shorter than the header"},
+                        Case{longer_than_sent(), "length beyond the datagram (incomplete)"}}) {
     SCOPED_TRACE(c.why);
     auto f = frame(4, c.payload);
     Mbuf* m = load(f);
