@@ -17,6 +17,7 @@ constexpr std::uint64_t kMaxFlows = 1u << 20;
 constexpr std::int64_t kMaxFrame = 9216;
 constexpr std::uint32_t kMaxImixWeight = 4096;
 constexpr std::uint16_t kMaxQueues = 64;
+constexpr std::size_t kMaxPayloadPrefix = 256;
 
 std::size_t header_bytes(const Spec& s, bool ipv6, bool fragment) {
   std::size_t n = 14 + 4 * s.vlans.size() + (ipv6 ? 40 : 20);
@@ -40,6 +41,24 @@ void read_ip(ConfigSection& s, std::string_view key, std::string_view fallback, 
   std::string text = s.string(key, fallback);
   if (inet_pton(N == 4 ? AF_INET : AF_INET6, text.c_str(), out.data()) != 1)
     s.fail(key, fmt::format("expected an {} address, got \"{}\"", N == 4 ? "IPv4" : "IPv6", text));
+}
+
+// Hex digits, two per byte ("000000000000000100000016"), into bytes; false for anything else.
+bool read_hex(std::string_view text, std::vector<std::uint8_t>& out) {
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  if (text.size() % 2 != 0) return false;
+  out.clear();
+  for (std::size_t i = 0; i < text.size(); i += 2) {
+    const int hi = nibble(text[i]), lo = nibble(text[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out.push_back(static_cast<std::uint8_t>(hi << 4 | lo));
+  }
+  return true;
 }
 
 // A base value and a count that must stay inside 16 bits.
@@ -125,16 +144,21 @@ Result<Spec> parse_spec(ConfigSection& s) {
   }
   if (spec.malformed_fraction == 0) spec.malformed_kinds.clear();
   spec.seed = static_cast<std::uint64_t>(s.integer("seed", 0, std::numeric_limits<std::int64_t>::max(), 1));
+  const std::string prefix = s.string("payload_prefix", "");
+  if (!read_hex(prefix, spec.payload_prefix) || spec.payload_prefix.size() > kMaxPayloadPrefix)
+    s.fail("payload_prefix", fmt::format("expected at most {} bytes as pairs of hex digits (\"0001ff\"), got \"{}\"",
+                                         kMaxPayloadPrefix, prefix));
 
   // Every size must hold the headers of every frame shape it will be used for.
   if (s.status()) {
     const bool v4 = spec.ipv6_fraction < 1, v6 = spec.ipv6_fraction > 0;
     bool fragments = false;
     for (auto k : spec.malformed_kinds) fragments |= k == Malformed::kFragment;
-    std::size_t need = 0;
+    std::size_t need = 0, whole = 0;  // whole: the headers of a well-formed frame
     for (bool ipv6 : {false, true}) {
       if ((ipv6 && !v6) || (!ipv6 && !v4)) continue;
-      need = std::max(need, header_bytes(spec, ipv6, false));
+      whole = std::max(whole, header_bytes(spec, ipv6, false));
+      need = std::max(need, whole);
       if (fragments) need = std::max(need, header_bytes(spec, ipv6, true));
     }
     for (auto size : spec.sizes) {
@@ -145,6 +169,12 @@ Result<Spec> parse_spec(ConfigSection& s) {
                                                                                               spec.vlans.size(),
                                                                                               spec.vlans.size() == 1 ? "" : "s"),
                            spec.l4_proto == wire::kIpProtoUdp ? ", UDP" : ", TCP"));
+        break;
+      }
+      // Malformed frames keep what fits of the prefix; a well-formed one carries all of it.
+      if (size - whole < spec.payload_prefix.size()) {
+        s.fail("payload_prefix", fmt::format("{} bytes do not fit the {}-byte payload of the {}-byte frames",
+                                             spec.payload_prefix.size(), size - whole, size));
         break;
       }
     }
@@ -361,6 +391,8 @@ const KeyDoc kSynthDocs[] = {
      "\"truncated\", \"bad_ihl\", \"bad_length\", \"bad_udp_length\", \"fragment\"", "all (UDP)",
      "the kinds of malformed frames, taking turns"},
     {"seed", "integer", "0 and more", "1", "order of flows and IMIX sizes; the same seed gives the same frames; 0: natural order"},
+    {"payload_prefix", "string", "pairs of hex digits, at most 256 bytes", "\"\"",
+     "bytes every L4 payload starts with (a header the receiver checks); after them byte i of the frame is i"},
 };
 }  // namespace
 const KeyTable kSynthKeys{"synth", "[[ports]] pmd = \"synth\"", "synthetic generator", kSynthDocs};

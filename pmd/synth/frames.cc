@@ -100,6 +100,7 @@ Result<Built> build_one(const Spec& spec, Malformed kind, bool ipv6, std::uint16
   // A recognisable payload: byte i of the frame is i, so a capture shows where payload starts.
   std::vector<std::uint8_t> payload(fs.payload_len);
   for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::uint8_t>(headers + i);
+  std::copy_n(spec.payload_prefix.begin(), std::min(spec.payload_prefix.size(), payload.size()), payload.begin());
   fs.payload = payload.data();
 
   Built b;

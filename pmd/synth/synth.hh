@@ -70,6 +70,7 @@ struct Spec {
   double malformed_fraction = 0;
   std::vector<Malformed> malformed_kinds;
   std::uint64_t seed = 1;
+  std::vector<std::uint8_t> payload_prefix;  // first bytes of every L4 payload; the rest keeps the counting pattern
 
   std::uint64_t flow_count() const noexcept {
     return std::uint64_t(src_addrs) * dst_addrs * src_ports * dst_ports;

@@ -336,6 +336,32 @@ TEST(Synth, PatchedTemplatesHaveValidChecksums) {
   free_all(pkts);
 }
 
+TEST(Synth, PayloadPrefixStartsEveryPayload) {
+  // A sockperf header (sequence 1, no flags, length 0x56): prebuilt flow frames (one size, few
+  // flows) and patched templates (IMIX, TCP), IPv4 and IPv6, all with valid checksums.
+  const std::string prefix = "0000000000000001000000000056";
+  const std::vector<std::uint8_t> want = {0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0x56};
+  for (const std::string shape : {"frame_size = 128\n", "imix = [[100, 1], [300, 1]]\nprotocol = \"tcp\"\n"}) {
+    SCOPED_TRACE(shape);
+    auto h = open("packets = 200\nsrc_ports = 8\nipv6_fraction = 0.5\n" + shape + "payload_prefix = \"" + prefix + "\"\n");
+    auto pkts = drain(*h.port);
+    ASSERT_EQ(pkts.size(), 200u);
+    std::set<L3Type> families;
+    for (Mbuf* m : pkts) {
+      ASSERT_EQ(m->drop_reason, 0);
+      families.insert(m->l3_type);
+      const std::uint8_t* payload = m->data() + m->payload_off;
+      ASSERT_GE(m->payload_len, want.size());
+      EXPECT_EQ(std::vector<std::uint8_t>(payload, payload + want.size()), want);
+      // After the prefix the counting pattern goes on: byte i of the frame is i.
+      EXPECT_EQ(payload[want.size()], static_cast<std::uint8_t>(m->payload_off + want.size()));
+      expect_checksums_ok(m);
+    }
+    EXPECT_EQ(families, (std::set<L3Type>{L3Type::kIpv4, L3Type::kIpv6}));
+    free_all(pkts);
+  }
+}
+
 TEST(Synth, MalformedIPv4FramesGetTheirDropReasons) {
   auto h = open("packets = 1000\nmalformed_fraction = 0.1\nframe_size = 128\n");
   std::uint64_t fragments = 0;
@@ -475,6 +501,16 @@ TEST(Synth, ConfigErrorsNameTheKey) {
   EXPECT_EQ(parse_spec("vlans = [1, 2, 3]\n").message(),
             "synth.toml:1: top level: key 'vlans': at most 2 VLAN ids (outer, inner), got 3");
   EXPECT_EQ(parse_spec("rate = 5\n").message(), "synth.toml:1:1: top level: unknown key 'rate'");
+  EXPECT_EQ(parse_spec("payload_prefix = \"0g\"\n").message(),
+            "synth.toml:1: top level: key 'payload_prefix': expected at most 256 bytes as pairs of hex digits "
+            "(\"0001ff\"), got \"0g\"");
+  EXPECT_EQ(parse_spec("payload_prefix = \"abc\"\n").message(),
+            "synth.toml:1: top level: key 'payload_prefix': expected at most 256 bytes as pairs of hex digits "
+            "(\"0001ff\"), got \"abc\"");
+  // 23 bytes: one more than a 64-byte IPv4 UDP frame carries.
+  EXPECT_EQ(parse_spec("payload_prefix = \"" + std::string(46, '0') + "\"\n").message(),
+            "synth.toml:1: top level: key 'payload_prefix': 23 bytes do not fit the 22-byte payload of the 64-byte "
+            "frames");
 }
 
 }  // namespace
