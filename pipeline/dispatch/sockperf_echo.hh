@@ -9,9 +9,10 @@
 // ping-pong wait forever. Its server (src/server.h, server_receive_then_send) sends a reply only
 // for a complete message that has the client flag and the pong flag and is not a warm-up message,
 // and in the reply it clears the client flag and changes nothing else. A message whose length
-// field runs past the datagram is not complete: the server ignores it (beyond its largest payload)
-// or waits for the rest, and answers nothing. sockperf_reply() does the same to a frame whose
-// addresses echo_swap() has already swapped.
+// field runs past the datagram is not complete: the server waits for the rest and answers nothing.
+// sockperf_reply() does the same to a frame whose addresses echo_swap() has already swapped. One
+// rule of the server's is left out: it also ignores a complete message longer than its largest
+// payload, a limit its command line sets (at most 65507 bytes for UDP).
 //
 // The UDP checksum covers the flags word (an even offset in the datagram), so it is updated
 // incrementally (RFC 1624: HC' = ~(~HC + ~m + m')); a zero IPv4 UDP checksum (none sent) stays

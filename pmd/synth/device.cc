@@ -43,7 +43,7 @@ void read_ip(ConfigSection& s, std::string_view key, std::string_view fallback, 
     s.fail(key, fmt::format("expected an {} address, got \"{}\"", N == 4 ? "IPv4" : "IPv6", text));
 }
 
-// Hex digits, two per byte ("000000000000000100000016"), into bytes; false for anything else.
+// Hex digits, two per byte ("0001ff" is 00 01 ff), into bytes; false for anything else.
 bool read_hex(std::string_view text, std::vector<std::uint8_t>& out) {
   auto nibble = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
