@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "pipeline/config/hex.hh"
 #include "pipeline/config/section.hh"
 #include "pipeline/config/tables.hh"
 #include "pipeline/neigh/neigh.hh"
@@ -23,15 +24,9 @@ const KeyTable kNeighPortKeys{"neighbour", "[[ports]]", "neighbour keys of every
 
 Result<wire::MacAddr> parse_mac_address(std::string_view text) {
   wire::MacAddr mac{};
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
   if (text.size() != 17) return Status::errorf("\"{}\" is not a MAC address like \"02:00:00:00:00:01\"", text);
   for (std::size_t i = 0; i < 6; ++i) {
-    int hi = hex(text[i * 3]), lo = hex(text[i * 3 + 1]);
+    int hi = hex_digit(text[i * 3]), lo = hex_digit(text[i * 3 + 1]);
     if (hi < 0 || lo < 0 || (i < 5 && text[i * 3 + 2] != ':'))
       return Status::errorf("\"{}\" is not a MAC address like \"02:00:00:00:00:01\"", text);
     mac[i] = static_cast<std::uint8_t>(hi << 4 | lo);

@@ -1,7 +1,11 @@
 #include "pmd/mana/port.hh"
 
+#include <algorithm>
+#include <vector>
+
 #include <fmt/format.h>
 
+#include "pipeline/config/hex.hh"
 #include "pipeline/config/section.hh"
 #include "pmd/mana/model/device.hh"
 
@@ -32,19 +36,9 @@ void parse_common_keys(ConfigSection& section, ManaCommonSpec& out) {
   out.rss_key = kDefaultRssKey;
   if (section.has("rss_key")) {
     const std::string hex = section.string("rss_key");
-    bool ok = hex.size() == 80;
-    for (std::size_t i = 0; ok && i < 40; ++i) {
-      unsigned v = 0;
-      for (std::size_t j = 0; j < 2 && ok; ++j) {
-        const char c = hex[2 * i + j];
-        v <<= 4;
-        if (c >= '0' && c <= '9') v |= unsigned(c - '0');
-        else if (c >= 'a' && c <= 'f') v |= unsigned(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') v |= unsigned(c - 'A' + 10);
-        else ok = false;
-      }
-      out.rss_key[i] = static_cast<std::uint8_t>(v);
-    }
+    std::vector<std::uint8_t> key;
+    const bool ok = hex_bytes(hex, key) && key.size() == out.rss_key.size();
+    if (ok) std::copy(key.begin(), key.end(), out.rss_key.begin());
     if (!ok)
       section.fail("rss_key", fmt::format("expected 80 hex digits (MANA takes exactly a 40-byte Toeplitz key), got "
                                           "\"{}\"",

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "pipeline/config/hex.hh"
 #include "pipeline/config/section.hh"
 #include "pmd/drivers.hh"
 #include "pmd/synth/synth.hh"
@@ -41,24 +42,6 @@ void read_ip(ConfigSection& s, std::string_view key, std::string_view fallback, 
   std::string text = s.string(key, fallback);
   if (inet_pton(N == 4 ? AF_INET : AF_INET6, text.c_str(), out.data()) != 1)
     s.fail(key, fmt::format("expected an {} address, got \"{}\"", N == 4 ? "IPv4" : "IPv6", text));
-}
-
-// Hex digits, two per byte ("0001ff" is 00 01 ff), into bytes; false for anything else.
-bool read_hex(std::string_view text, std::vector<std::uint8_t>& out) {
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  if (text.size() % 2 != 0) return false;
-  out.clear();
-  for (std::size_t i = 0; i < text.size(); i += 2) {
-    const int hi = nibble(text[i]), lo = nibble(text[i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out.push_back(static_cast<std::uint8_t>(hi << 4 | lo));
-  }
-  return true;
 }
 
 // A base value and a count that must stay inside 16 bits.
@@ -145,7 +128,7 @@ Result<Spec> parse_spec(ConfigSection& s) {
   if (spec.malformed_fraction == 0) spec.malformed_kinds.clear();
   spec.seed = static_cast<std::uint64_t>(s.integer("seed", 0, std::numeric_limits<std::int64_t>::max(), 1));
   const std::string prefix = s.string("payload_prefix", "");
-  if (!read_hex(prefix, spec.payload_prefix) || spec.payload_prefix.size() > kMaxPayloadPrefix)
+  if (!hex_bytes(prefix, spec.payload_prefix) || spec.payload_prefix.size() > kMaxPayloadPrefix)
     s.fail("payload_prefix", fmt::format("expected at most {} bytes as pairs of hex digits (\"0001ff\"), got \"{}\"",
                                          kMaxPayloadPrefix, prefix));
 

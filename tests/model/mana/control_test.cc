@@ -2,6 +2,7 @@
 // RC function instead of the Ethernet one, and a vPort held by the kernel (EBUSY / ENODEV from raw
 // QP creation), injected through the loader tables. Every verbs object created before a failure is
 // destroyed.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "pipeline/config/section.hh"
 #include "pmd/drivers.hh"
 #include "pmd/mana/device.hh"
+#include "pmd/mana/port.hh"
 #include "pmd/mana/probe.hh"
 #include "pmd/rdma/preflight.hh"
 #include "tests/model/mana/harness.hh"
@@ -386,6 +388,22 @@ TEST(ManaControl, ConfigKeys) {
   ASSERT_FALSE(spec);
   EXPECT_NE(spec.message().find("t.toml:4"), std::string::npos) << spec.message();
   EXPECT_NE(spec.message().find("80 hex digits"), std::string::npos) << spec.message();
+
+  // A key of either case is read byte for byte; 39 bytes are refused like a non-digit.
+  std::string key;
+  for (int i = 0; i < 40; ++i) key += i % 2 ? fmt::format("{:02x}", 0xa0 + i) : fmt::format("{:02X}", 0xa0 + i);
+  auto doc3 = ConfigSection::parse_string("[p]\nrss_key = \"" + key + "\"\n", "k.toml");
+  ASSERT_TRUE(doc3) << doc3.message();
+  auto p3 = doc3->table("p");
+  ManaCommonSpec common;
+  parse_common_keys(*p3, common);
+  ASSERT_TRUE(p3->status()) << p3->status().message();
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(common.rss_key[i], 0xa0 + i) << i;
+  auto doc4 = ConfigSection::parse_string("[p]\nrss_key = \"" + key.substr(2) + "\"\n", "s.toml");
+  auto p4 = doc4->table("p");
+  ManaCommonSpec short_key;
+  parse_common_keys(*p4, short_key);
+  EXPECT_FALSE(p4->status());
 
   auto doc2 = ConfigSection::parse_string("[p]\nsource = \"synth\"\nframes = 10\ncoalesce = 5\n", "m.toml");
   auto p2 = doc2->table("p");

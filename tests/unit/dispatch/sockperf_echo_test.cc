@@ -5,7 +5,16 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
 #include <cstring>
+#include <filesystem>
+#include <thread>
 #include <vector>
 
 #include "pipeline/buf/pool.hh"
@@ -13,6 +22,8 @@
 #include "pipeline/parse/parse.hh"
 #include "pipeline/wire/builder.hh"
 #include "pipeline/wire/checksum.hh"
+#include "tests/support/netns.hh"
+#include "tests/support/process.hh"
 
 namespace rawpipe {
 namespace {
@@ -130,6 +141,67 @@ TEST_F(SockperfEcho, WhatASockperfServerDoesNotAnswerIsLeftAlone) {
     EXPECT_EQ(std::vector<std::uint8_t>(m->data(), m->data() + m->data_len), f);
     mbuf_free(m);
   }
+}
+
+// The reference: the installed `sockperf server` on loopback gets each payload as a datagram, and
+// the echo must answer exactly those it answers. The incomplete message goes last, because the
+// server keeps it and reads the next datagram as its continuation.
+TEST_F(SockperfEcho, AnswersWhatTheInstalledSockperfServerAnswers) {
+  if (!test::command_output({"sockperf", "--version"})) GTEST_SKIP() << "sockperf is not installed (apt-get install sockperf)";
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in me{};
+  me.sin_family = AF_INET;
+  me.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof me;
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len), 0);
+  // A port nobody uses: the one this socket got, plus one, checked by the server's reply below.
+  const unsigned port = ntohs(me.sin_port) + 1u;
+  const auto scratch = std::filesystem::temp_directory_path() / ("rawpipe-sockperf-" + std::to_string(getpid()));
+  std::filesystem::create_directories(scratch);
+  const pid_t server = test::start_process({"sockperf", "server", "-i", "127.0.0.1", "-p", std::to_string(port)},
+                                           scratch / "out", scratch / "err");
+  ASSERT_GT(server, 0);
+  timeval wait{0, 300000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  to.sin_port = htons(static_cast<std::uint16_t>(port));
+  auto server_answers = [&](const std::vector<std::uint8_t>& payload) {
+    (void)sendto(fd, payload.data(), payload.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+    std::uint8_t reply[2048];
+    return recv(fd, reply, sizeof reply, 0) > 0;
+  };
+  // Up to 3 s for the server to bind: a pong request is answered once it has.
+  bool up = false;
+  for (int i = 0; i < 10 && !up; ++i) up = server_answers(message(kSockperfClient | kSockperfPong));
+  ASSERT_TRUE(up) << "sockperf server never answered: " << test::slurp(scratch / "err");
+
+  std::vector<std::uint8_t> counting(22);  // synth's payload of a 64-byte frame: byte i of the frame is i
+  for (std::size_t i = 0; i < counting.size(); ++i) counting[i] = static_cast<std::uint8_t>(42 + i);
+  struct Case {
+    std::vector<std::uint8_t> payload;
+    const char* what;
+  };
+  for (const Case& c : {Case{message(kSockperfClient | kSockperfPong), "pong request"},
+                        Case{message(kSockperfPong), "no client flag"},
+                        Case{message(kSockperfClient), "no pong requested"},
+                        Case{message(kSockperfClient | kSockperfPong | kSockperfWarmup), "warm-up"},
+                        Case{counting, "synth's counting payload (length 0x34353637)"},
+                        Case{message(0, 22), "a server's message of 22 bytes (tools/bench/ndr's background)"},
+                        Case{longer_than_sent(), "length beyond the datagram"}}) {
+    SCOPED_TRACE(c.what);
+    Mbuf* m = load(frame(4, c.payload));
+    ASSERT_TRUE(echo_swap(m));
+    EXPECT_EQ(sockperf_reply(m), server_answers(c.payload));
+    mbuf_free(m);
+  }
+  close(fd);
+  kill(server, SIGTERM);
+  (void)test::wait_process(server, {.timeout = std::chrono::seconds(10)});
+  std::filesystem::remove_all(scratch);
 }
 
 TEST(SockperfChecksum, IncrementalUpdateMatchesRecomputation) {
