@@ -38,6 +38,13 @@ struct Config {
   ZeroCopy zero_copy = ZeroCopy::kAuto;
   Attach attach = Attach::kAuto;
   bool need_wakeup = true;
+  // Preferred busy polling (SO_PREFER_BUSY_POLL, Linux 5.11): when a receive finds the ring empty
+  // the lcore calls recvfrom(), which runs the interface's NAPI poll on its own CPU for up to
+  // busy_poll_us, taking up to busy_poll_budget frames per poll, instead of leaving that work to
+  // the softirq of whichever CPU raised it. 0 leaves it off. DPDK's net_af_xdp turns it on by
+  // default (busy_budget=64, 20 us).
+  std::uint32_t busy_poll_budget = 0;
+  std::uint32_t busy_poll_us = 20;
   // Verify UDP/TCP checksums in software and complete those a local or veth sender left to
   // offload (the XSK gives no checksum verdict): rx_burst_verify_csum instead of rx_burst.
   bool verify_checksums = true;
@@ -68,8 +75,9 @@ struct alignas(kFalseSharingRange) XskQueue {
   std::uint16_t port_id = 0;
   std::uint16_t queue_id = 0;    // port queue number
   bool need_wakeup = true;       // the socket was bound with XDP_USE_NEED_WAKEUP
+  bool busy_poll = false;        // preferred busy polling is set on the socket
 
-  Counter rx_packets, rx_bytes, rx_wakeups, fill_alloc_failed;
+  Counter rx_packets, rx_bytes, rx_wakeups, rx_busy_polls, fill_alloc_failed;
   Counter csum_completed, csum_bad;  // rx_burst_verify_csum only
   Counter tx_packets, tx_bytes, tx_wakeups, tx_copied, tx_foreign_nombuf, tx_ring_full;
   // Wakeup system calls the kernel refused (the interface went down or away): counted, and the

@@ -36,6 +36,9 @@ namespace {
 
 // XDP_PACKET_HEADROOM: the kernel keeps this much in front of the packet for XDP programs.
 constexpr std::uint32_t kXdpPacketHeadroom = 256;
+// The kernel stores SO_BUSY_POLL_BUDGET in 16 bits; a busy poll of more than a second is a mistake.
+constexpr std::int64_t kMaxBusyPollBudget = 65535;
+constexpr std::int64_t kMaxBusyPollUs = 1000000;
 // Ethernet header plus two VLAN tags on top of the MTU.
 constexpr std::uint32_t kL2Overhead = 14 + 8;
 
@@ -129,10 +132,15 @@ class AfXdpPort final : public Port {
                          cfg_.interface, g);
     for (const auto& q : queues_) {
       if (!out.empty()) out += '\n';
-      out += fmt::format("af_xdp {} queue {}: XDP {} (bpf_link, detached when the process ends), {}, need_wakeup {}, {}, {}",
+      out += fmt::format("af_xdp {} queue {}: XDP {} (bpf_link, detached when the process ends), {}, need_wakeup {}, {}, {}, {}",
                          cfg_.interface, cfg_.queue_offset + q->queue_id, program_->attach_mode(),
                          !started_ ? "not started" : q->zero_copy ? "zero-copy" : zc_failure_.empty() ? "copy mode" : "copy mode (the driver refused zero-copy)",
                          cfg_.need_wakeup ? "on" : "off",
+                         cfg_.busy_poll_budget == 0
+                             ? "busy polling off (the interface's softirq fills the rx ring)"
+                             : fmt::format("preferred busy polling (budget {}, {} us: an empty receive runs the "
+                                           "interface's NAPI poll on the lcore)",
+                                           cfg_.busy_poll_budget, cfg_.busy_poll_us),
                          cfg_.verify_checksums ? "UDP/TCP checksums verified in software (those a sender left to "
                                                  "offload completed)"
                                                : "checksums not verified",
@@ -221,7 +229,7 @@ class AfXdpPort final : public Port {
 
   PortStats stats() const override {
     PortStats s;
-    std::uint64_t rx_wakeups = 0, tx_wakeups = 0, fill_failed = 0, tx_copied = 0, tx_nombuf = 0, tx_full = 0;
+    std::uint64_t rx_wakeups = 0, rx_busy_polls = 0, tx_wakeups = 0, fill_failed = 0, tx_copied = 0, tx_nombuf = 0, tx_full = 0;
     std::uint64_t zc = 0;
     xdp_statistics total{};
     for (std::size_t i = 0; i < queues_.size(); ++i) {
@@ -235,6 +243,7 @@ class AfXdpPort final : public Port {
       if (i < env_.rx_queues) s.rx_queues.push_back(c);
       if (i < env_.tx_queues) s.tx_queues.push_back(c);
       rx_wakeups += q.rx_wakeups.get();
+      rx_busy_polls += q.rx_busy_polls.get();
       tx_wakeups += q.tx_wakeups.get();
       fill_failed += q.fill_alloc_failed.get();
       tx_copied += q.tx_copied.get();
@@ -257,6 +266,9 @@ class AfXdpPort final : public Port {
     e["xdp_attach_generic"] = program_->attach_mode() == "generic";
     e["need_wakeup"] = cfg_.need_wakeup;
     e["rx_wakeups"] = rx_wakeups;
+    e["busy_poll_budget"] = cfg_.busy_poll_budget;
+    e["rx_busy_polls"] = rx_busy_polls;
+    e["busy_poll_queues_without_napi"] = busy_poll_queues_without_napi();
     e["tx_wakeups"] = tx_wakeups;
     e["fill_alloc_failed"] = fill_failed;
     e["tx_copied_foreign"] = tx_copied;
@@ -316,6 +328,13 @@ class AfXdpPort final : public Port {
     if (err)
       out.push_back(fmt::format("the kernel refused {} wakeup(s) of the AF_XDP sockets on {} (last: {})", refused,
                                 cfg_.interface, std::strerror(err)));
+    if (unsigned n = busy_poll_queues_without_napi())
+      out.push_back(fmt::format(
+          "busy polling is on, but the kernel named no NAPI instance for {} of the AF_XDP sockets on {} after frames "
+          "reached them, so their busy polls run nothing and each empty receive is a system call that only costs "
+          "(the driver registered its XDP receive queue without one: veth does on Linux 6.18); set "
+          "busy_poll_budget = 0",
+          n, cfg_.interface));
     return out;
   }
 
@@ -358,6 +377,41 @@ class AfXdpPort final : public Port {
   }
 
   static constexpr int kBusyQueueWaitMs = 2000;
+
+  // The three options DPDK's net_af_xdp sets for busy_budget. Those the kernel lets us read are read
+  // back (SO_BUSY_POLL_BUDGET has no getsockopt): a kernel that kept another value would make the
+  // path report untrue.
+  Status set_busy_poll(XskQueue& q) {
+    q.busy_poll = false;
+    if (cfg_.busy_poll_budget == 0) return Status::ok();
+    const struct {
+      int option;
+      const char* name;
+      int value;
+    } options[] = {{SO_PREFER_BUSY_POLL, "SO_PREFER_BUSY_POLL", 1},
+                   {SO_BUSY_POLL, "SO_BUSY_POLL", static_cast<int>(cfg_.busy_poll_us)},
+                   {SO_BUSY_POLL_BUDGET, "SO_BUSY_POLL_BUDGET", static_cast<int>(cfg_.busy_poll_budget)}};
+    for (const auto& o : options) {
+      if (setsockopt(q.fd, SOL_SOCKET, o.option, &o.value, sizeof(o.value)) != 0) {
+        const int err = errno;
+        return Status::errorf(
+            "cannot turn on preferred busy polling on the AF_XDP socket of {} queue {}: {} = {}: {}{}; set "
+            "busy_poll_budget = 0 to run without it",
+            cfg_.interface, q.device_queue, o.name, o.value, std::strerror(err),
+            err == EPERM         ? " (it needs CAP_NET_ADMIN)"
+            : err == ENOPROTOOPT ? " (the kernel has no busy polling: it needs Linux 5.11 or later built with "
+                                   "CONFIG_NET_RX_BUSY_POLL)"
+                                 : "");
+      }
+      int got = -1;
+      socklen_t len = sizeof(got);
+      if (getsockopt(q.fd, SOL_SOCKET, o.option, &got, &len) == 0 && got != o.value)
+        return Status::errorf("the AF_XDP socket of {} queue {} kept {} = {} when {} was set", cfg_.interface,
+                              q.device_queue, o.name, got, o.value);
+    }
+    q.busy_poll = true;
+    return Status::ok();
+  }
 
   Status bind_queue(XskQueue& q, std::uint16_t bind_flags) {
     xsk_socket_config sc{};
@@ -428,6 +482,7 @@ class AfXdpPort final : public Port {
         return st;
       }
       q.fd = xsk_socket__fd(q.xsk);
+      RAWPIPE_TRY(set_busy_poll(q));
       xdp_options opts{};
       socklen_t len = sizeof(opts);
       if (getsockopt(q.fd, SOL_XDP, XDP_OPTIONS, &opts, &len) == 0) q.zero_copy = (opts.flags & XDP_OPTIONS_ZEROCOPY) != 0;
@@ -492,6 +547,21 @@ class AfXdpPort final : public Port {
       q.tx = {};
       q.comp = {};
     }
+  }
+
+  // Sockets with busy polling on that have received frames and still have no NAPI id
+  // (SO_INCOMING_NAPI_ID): the kernel learns the id from the XDP receive queue of the first frame.
+  unsigned busy_poll_queues_without_napi() const {
+    if (cfg_.busy_poll_budget == 0) return 0;
+    std::lock_guard lock(xsk_stats_mu_);
+    unsigned n = 0;
+    for (const auto& q : queues_) {
+      if (q->fd < 0 || q->rx_packets.get() == 0) continue;
+      int id = 0;
+      socklen_t len = sizeof(id);
+      if (getsockopt(q->fd, SOL_SOCKET, SO_INCOMING_NAPI_ID, &id, &len) == 0 && id == 0) ++n;
+    }
+    return n;
   }
 
   // Adds one socket's XDP_STATISTICS to `total`; false when the kernel refuses to say.
@@ -560,6 +630,11 @@ Result<std::unique_ptr<PortSpec>> parse(ConfigSection& s) {
   std::string at = s.choice("attach", {"auto", "native", "generic"}, "auto");
   c.attach = at == "native" ? Attach::kNative : at == "generic" ? Attach::kGeneric : Attach::kAuto;
   c.need_wakeup = s.boolean("need_wakeup", true);
+  c.busy_poll_budget = static_cast<std::uint32_t>(s.integer("busy_poll_budget", 0, kMaxBusyPollBudget, 0));
+  c.busy_poll_us = static_cast<std::uint32_t>(s.integer("busy_poll_us", 1, kMaxBusyPollUs, 20));
+  // A key that changes nothing would look as if it did.
+  if (s.has("busy_poll_us") && c.busy_poll_budget == 0)
+    s.fail("busy_poll_us", "has no effect while busy_poll_budget is 0 (busy polling off); set busy_poll_budget too");
   c.verify_checksums = s.choice("rx_checksum", {"verify", "off"}, "verify") == "verify";
   RAWPIPE_TRY(s.status());
   return std::unique_ptr<PortSpec>(std::make_unique<AfXdpSpec>(std::move(c)));
@@ -577,6 +652,10 @@ const KeyDoc kAfXdpDocs[] = {
     {"zero_copy", "string", "\"auto\", \"require\", \"never\"", "\"auto\"", "XDP_ZEROCOPY if the driver offers it, always, or copy mode"},
     {"attach", "string", "\"auto\", \"native\", \"generic\"", "\"auto\"", "XDP attach mode: driver (native) or skb (generic)"},
     {"need_wakeup", "boolean", "", "true", "use XDP_USE_NEED_WAKEUP (a system call only when the kernel asks for one)"},
+    {"busy_poll_budget", "integer", "0 to 65535", "0",
+     "preferred busy polling (SO_PREFER_BUSY_POLL): frames per NAPI poll that an empty receive runs on the lcore; 0: "
+     "off (the interface's softirq fills the ring)"},
+    {"busy_poll_us", "integer", "1 to 1000000", "20", "SO_BUSY_POLL: microseconds each busy poll may spin (needs busy_poll_budget)"},
     {"rx_checksum", "string", "\"verify\", \"off\"", "\"verify\"", "verify IPv4/UDP checksums in software on receive"},
 };
 }  // namespace

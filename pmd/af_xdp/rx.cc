@@ -33,6 +33,22 @@ void refill(XskQueue& q) noexcept {
   xsk_ring_prod__submit(&q.fill, n);
 }
 
+namespace {
+
+void rx_syscall(XskQueue& q) noexcept {
+  if (recvfrom(q.fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr) < 0) [[unlikely]] {
+    // As tx's kick: a busy kernel retries next time; other errors are counted and kept. A busy
+    // poll that found nothing says EAGAIN.
+    const int err = errno;
+    if (err != EAGAIN && err != EBUSY && err != ENOBUFS) {
+      q.rx_wakeup_errors.add(1);
+      q.last_errno.store(err, std::memory_order_relaxed);
+    }
+  }
+}
+
+}  // namespace
+
 std::uint16_t rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
   XskQueue& q = *static_cast<XskQueue*>(queue);
   std::uint32_t idx = 0;
@@ -57,17 +73,17 @@ std::uint16_t rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
     q.rx_bytes.add(bytes);
   }
   refill(q);
-  // need_wakeup: the kernel asks for a syscall only when it ran dry and stopped polling (zero-copy
-  // drivers); otherwise receive costs no syscall at all.
-  if (got == 0 && q.need_wakeup && xsk_ring_prod__needs_wakeup(&q.fill)) {
-    q.rx_wakeups.add(1);
-    if (recvfrom(q.fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr) < 0) [[unlikely]] {
-      // As tx's kick: a busy kernel retries next time; other errors are counted and kept.
-      const int err = errno;
-      if (err != EAGAIN && err != EBUSY && err != ENOBUFS) {
-        q.rx_wakeup_errors.add(1);
-        q.last_errno.store(err, std::memory_order_relaxed);
-      }
+  if (got == 0) [[unlikely]] {
+    // Busy polling: the system call runs the driver's NAPI poll here, so an empty ring makes one
+    // whatever the wakeup flag says (as DPDK's net_af_xdp does). need_wakeup: the kernel asks for
+    // a syscall only when it ran dry and stopped polling (zero-copy drivers); otherwise receive
+    // costs no syscall at all.
+    if (q.busy_poll) {
+      q.rx_busy_polls.add(1);
+      rx_syscall(q);
+    } else if (q.need_wakeup && xsk_ring_prod__needs_wakeup(&q.fill)) {
+      q.rx_wakeups.add(1);
+      rx_syscall(q);
     }
   }
   return static_cast<std::uint16_t>(got);

@@ -442,6 +442,54 @@ TEST_F(AfXdp, AllModeTakesTheWholeQueue) {
   EXPECT_EQ(echo_requests, 1u) << "the echo request should have reached the AF_XDP socket instead";
 }
 
+int socket_int(int fd, int option) {
+  int v = -1;
+  socklen_t len = sizeof(v);
+  return getsockopt(fd, SOL_SOCKET, option, &v, &len) == 0 ? v : -1;
+}
+
+// What DPDK's net_af_xdp sets for busy_budget, read back from the kernel through the socket the
+// port polls (SO_BUSY_POLL_BUDGET has no getsockopt), the flows still exact, and a busy poll made
+// on every empty receive. Whether the kernel has a NAPI instance to run is the driver's business:
+// on Linux 6.18 an AF_XDP socket on veth never learns a NAPI id, and the port must say so when
+// the socket, after traffic, names none.
+TEST_F(AfXdp, PreferredBusyPollingIsSetOnTheSocketAndReceivesExactly) {
+  ASSERT_NO_FATAL_FAILURE(open_port("attach = 'native'\nbusy_poll_budget = 48\nbusy_poll_us = 30\n", kRules));
+  const int fd = port_->rx_wait_fd(0);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(socket_int(fd, SO_PREFER_BUSY_POLL), 1);
+  EXPECT_EQ(socket_int(fd, SO_BUSY_POLL), 30);
+  std::string report = port_->path_report();
+  EXPECT_NE(report.find("preferred busy polling (budget 48, 30 us"), std::string::npos) << report;
+  EXPECT_EQ(ext("busy_poll_budget"), 48u);
+
+  std::vector<std::string> problems;
+  auto per = send_and_receive(kFlows, 500, 64, &problems);
+  check_exact(per, 500, problems);
+  EXPECT_GT(ext("rx_busy_polls"), 0u);
+  EXPECT_EQ(ext("rx_wakeup_errors"), 0u);
+  EXPECT_EQ(ext("xsk_rx_dropped"), 0u);
+
+  const bool kernel_named_napi = socket_int(fd, SO_INCOMING_NAPI_ID) > 0;
+  EXPECT_EQ(ext("busy_poll_queues_without_napi"), kernel_named_napi ? 0u : 1u);
+  bool noticed = false;
+  for (const std::string& n : port_->notices()) noticed |= n.find("named no NAPI instance") != std::string::npos;
+  EXPECT_EQ(noticed, !kernel_named_napi);
+  ASSERT_TRUE(rx_ns_->run([&] { port_->stop(); }));
+  EXPECT_EQ(pool_->available(), pool_->count());
+}
+
+TEST_F(AfXdp, BusyPollingIsOffUnlessConfigured) {
+  ASSERT_NO_FATAL_FAILURE(open_port("", {"udp dst *:7000"}));
+  EXPECT_EQ(socket_int(port_->rx_wait_fd(0), SO_PREFER_BUSY_POLL), 0);
+  EXPECT_EQ(socket_int(port_->rx_wait_fd(0), SO_BUSY_POLL), 0);
+  Mbuf* none[8];
+  EXPECT_EQ(rxq_(none, 8), 0);
+  EXPECT_EQ(rxq_(none, 8), 0);
+  EXPECT_EQ(ext("rx_busy_polls"), 0u);
+  EXPECT_NE(port_->path_report().find("busy polling off"), std::string::npos) << port_->path_report();
+}
+
 TEST_F(AfXdp, TransmitReachesAKernelSocketAndCompletionsReturnBuffers) {
   ASSERT_NO_FATAL_FAILURE(open_port("", {"udp dst *:7100"}));
   auto mac_a = veth_->mac_a();
@@ -767,6 +815,18 @@ TEST_F(AfXdp, BadConfigIsRejectedWithTheKeyNamed) {
   ASSERT_FALSE(spec);
   EXPECT_NE(spec.message().find("zero_copy"), std::string::npos) << spec.message();
   EXPECT_NE(spec.message().find("bad.toml:2"), std::string::npos) << spec.message();
+
+  for (const char* bad : {"busy_poll_budget = 65536\n", "busy_poll_budget = -1\n", "busy_poll_us = 50\n",
+                          "busy_poll_budget = 64\nbusy_poll_us = 0\n"}) {
+    auto section_b = ConfigSection::parse_string(fmt::format("interface = 'x'\n{}", bad), "busy.toml");
+    ASSERT_TRUE(section_b);
+    auto spec_b = find_pmd("af_xdp")->parse(section_b.value());
+    ASSERT_FALSE(spec_b) << bad;
+    EXPECT_NE(spec_b.message().find(std::string(bad).find("busy_poll_us") != std::string::npos ? "busy_poll_us"
+                                                                                                 : "busy_poll_budget"),
+              std::string::npos)
+        << spec_b.message();
+  }
 
   auto s2 = ConfigSection::parse_string("interface = 'x'\nbusy_pol = 1\n", "typo.toml");
   ASSERT_TRUE(s2);

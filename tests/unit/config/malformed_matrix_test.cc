@@ -126,6 +126,8 @@ const Row kRows[] = {
     {Sec::kPort, "af_xdp", "zero_copy", "true", "\"maybe\""},
     {Sec::kPort, "af_xdp", "attach", "1", "\"offload\""},
     {Sec::kPort, "af_xdp", "need_wakeup", "\"on\"", nullptr},
+    {Sec::kPort, "af_xdp", "busy_poll_budget", "\"64\"", "65536"},
+    {Sec::kPort, "af_xdp", "busy_poll_us", "\"20\"", "0", "busy_poll_budget = 64"},
     // socket
     {Sec::kPort, "socket", "interface", "1", nullptr},
     {Sec::kPort, "socket", "listen", "5000", "[\"tcp dst *:5000\"]"},
