@@ -7,6 +7,7 @@
 //                      (native/generic/auto), RAWPIPE_BENCH_RING (rx and fill ring size, default
 //                      8192). rx_burst + free, burst 32, like testpmd rxonly.
 //   rx/af_packet       RAWPIPE_BENCH_IFACE: the AF_PACKET port (TPACKET_V3, one copy per frame).
+//   rx/af_packet_v2    the same with TPACKET_V2, the ring DPDK's net_af_packet uses.
 //   rx/kernel_recvmmsg RAWPIPE_BENCH_PORT: a UDP socket, recvmmsg batches of 32.
 //   gen/udp_sendmmsg   RAWPIPE_BENCH_DST, RAWPIPE_BENCH_PORT, RAWPIPE_BENCH_FLOWS (source ports),
 //                      RAWPIPE_BENCH_SIZE (UDP payload bytes): the generator, also reporting its rate.
@@ -95,6 +96,10 @@ BENCHMARK(BM_AfXdpRx)->Name("rx/af_xdp")->UseRealTime();
 
 void BM_AfPacketRx(benchmark::State& state) { port_rx(state, "af_packet", ""); }
 BENCHMARK(BM_AfPacketRx)->Name("rx/af_packet")->UseRealTime();
+
+// TPACKET_V2, the ring DPDK's net_af_packet uses: one frame per slot instead of V3's blocks.
+void BM_AfPacketV2Rx(benchmark::State& state) { port_rx(state, "af_packet", "tpacket_version = 2\n"); }
+BENCHMARK(BM_AfPacketV2Rx)->Name("rx/af_packet_v2")->UseRealTime();
 
 void BM_KernelRecvmmsg(benchmark::State& state) {
   const int port_no = std::atoi(env("RAWPIPE_BENCH_PORT", "9000").c_str());
