@@ -336,6 +336,16 @@ def af_xdp_vdev(iface):
 AF_XDP_PEER_MODE = "busy polling off (busy_budget=0), as rawpipe's port"
 
 
+# testpmd's AF_PACKET port with its transmit through the qdisc, as rawpipe's af_packet port sends
+# by default; net_af_packet bypasses it unless told (qdisc_bypass=1), which changes what an echo
+# pays per reply. Receive is the same either way.
+def af_packet_vdev(iface):
+    return f"net_af_packet0,iface={iface},qdisc_bypass=0"
+
+
+AF_PACKET_PEER_MODE = "TPACKET_V2, transmit through the qdisc (qdisc_bypass=0), as rawpipe's port"
+
+
 class Testpmd:
     """One dpdk-testpmd process in interactive mode. Forwarding runs only while measure() runs, so
     the process can stay up between the A and B samples without taking a core from the other side."""
