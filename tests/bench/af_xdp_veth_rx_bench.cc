@@ -6,6 +6,7 @@
 //   rx/af_xdp          RAWPIPE_BENCH_IFACE, RAWPIPE_BENCH_PORT; optional RAWPIPE_BENCH_ATTACH
 //                      (native/generic/auto), RAWPIPE_BENCH_RING (rx and fill ring size, default
 //                      8192). rx_burst + free, burst 32, like testpmd rxonly.
+//   rx/af_xdp_all      the same with mode = "all" (the whole queue redirected, no rule lookup).
 //   rx/af_packet       RAWPIPE_BENCH_IFACE: the AF_PACKET port (TPACKET_V3, one copy per frame).
 //   rx/af_packet_v2    the same with TPACKET_V2, the ring DPDK's net_af_packet uses.
 //   rx/kernel_recvmmsg RAWPIPE_BENCH_PORT: a UDP socket, recvmmsg batches of 32.
@@ -93,6 +94,13 @@ void BM_AfXdpRx(benchmark::State& state) {
   port_rx(state, "af_xdp", fmt::format("attach = '{}'\n", env("RAWPIPE_BENCH_ATTACH", "auto")));
 }
 BENCHMARK(BM_AfXdpRx)->Name("rx/af_xdp")->UseRealTime();
+
+// mode = "all": the XDP program redirects every frame of the queue without a rule lookup, as
+// net_af_xdp's default program does. On veth that program runs on the sender's CPU.
+void BM_AfXdpAllRx(benchmark::State& state) {
+  port_rx(state, "af_xdp", fmt::format("attach = '{}'\nmode = 'all'\n", env("RAWPIPE_BENCH_ATTACH", "auto")));
+}
+BENCHMARK(BM_AfXdpAllRx)->Name("rx/af_xdp_all")->UseRealTime();
 
 void BM_AfPacketRx(benchmark::State& state) { port_rx(state, "af_packet", ""); }
 BENCHMARK(BM_AfPacketRx)->Name("rx/af_packet")->UseRealTime();
