@@ -37,8 +37,7 @@ namespace {
 
 void rx_syscall(XskQueue& q) noexcept {
   if (recvfrom(q.fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr) < 0) [[unlikely]] {
-    // As tx's kick: a busy kernel retries next time; other errors are counted and kept. A busy
-    // poll that found nothing says EAGAIN.
+    // As tx's kick: a busy kernel retries next time; other errors are counted and kept.
     const int err = errno;
     if (err != EAGAIN && err != EBUSY && err != ENOBUFS) {
       q.rx_wakeup_errors.add(1);
@@ -73,7 +72,7 @@ std::uint16_t rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
     q.rx_bytes.add(bytes);
   }
   refill(q);
-  if (got == 0) [[unlikely]] {
+  if (got == 0) {
     // Busy polling: the system call runs the driver's NAPI poll here, so an empty ring makes one
     // whatever the wakeup flag says (as DPDK's net_af_xdp does). need_wakeup: the kernel asks for
     // a syscall only when it ran dry and stopped polling (zero-copy drivers); otherwise receive

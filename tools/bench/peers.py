@@ -328,7 +328,7 @@ def testpmd_lcores(cores, fwd_cpus=None):
 # testpmd's AF_XDP port on one veth queue, with preferred busy polling off as rawpipe's af_xdp port
 # has it by default. net_af_xdp turns it on unless told (busy_budget=64: a recvfrom on every empty
 # poll), and on this kernel's veth that only costs: the socket never learns a NAPI id, so the busy
-# poll runs nothing (tools/bench/veth-rx measured testpmd at 0.361 Mpps with it, 0.411 without).
+# poll runs nothing (docs/BENCHMARKS.md, "The peers in rawpipe's port modes").
 def af_xdp_vdev(iface):
     return f"net_af_xdp0,iface={iface},start_queue=0,queue_count=1,busy_budget=0"
 
