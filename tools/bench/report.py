@@ -40,6 +40,26 @@ def fmt_value(s, unit):
     return text
 
 
+def runs_text(s, unit):
+    """Every sample of a side, at the table's precision."""
+    digits = 2 if unit == "Mpps" else 1 if unit in ("us", "ns/pkt", "MiB") else None
+    return " ".join(f"{v:.{digits}f}" if digits is not None else f"{v:.3g}" for v in s["samples"])
+
+
+def fewer_runs_text(result):
+    """The scenarios whose rows have fewer runs than the repetitions the header states."""
+    reps = result.get("repetitions")
+    fewer = []
+    for r in result["rows"]:
+        counts = [len(r[side]["samples"]) for side in ("rawpipe", "peer") if r.get(side)]
+        if counts and min(counts) < (reps or 0) and r["scenario"] not in fewer:
+            fewer.append(r["scenario"])
+    if not fewer:
+        return ""
+    names = ", ".join(str(x) for x in fewer)
+    return f" (fewer in row{'s' if len(fewer) > 1 else ''} {names}: see each row's runs below the table)"
+
+
 def ratio_text(row):
     r = row.get("ratio")
     return "-" if r is None else f"{r:.2f}"
@@ -53,7 +73,7 @@ def markdown(result):
                f"Linux {m['kernel']}, {m['memory_gib']:.0f} GiB RAM, virtualization {m.get('virtualization', 'unknown')}, "
                f"DPDK {m['dpdk_version']} on {m.get('dpdk_memory', 'unrecorded memory')}, "
                f"rawpipe {m['git_commit']}{' (quick mode)' if result['quick'] else ''}; "
-               f"{result['repetitions']} repetition(s) per figure in A B A B order, "
+               f"{result['repetitions']} repetition(s) per figure in A B A B order{fewer_runs_text(result)}, "
                f"{result['sample_seconds']} s per sample. Load average at start: {m['loadavg']}"
                f"{', at end: ' + m['loadavg_end'] if m.get('loadavg_end') else ''}.")
     out.append("")
@@ -95,6 +115,15 @@ def markdown(result):
         for r in repro:
             out.append(f"- {r['id']}: `tools/bench/run --only {r['scenario']} --reps {reps} --seconds {secs} "
                        f"--out DIR`; inside: `{r['reproduce']}`")
+    runs = [r for r in result["rows"] if r.get("rawpipe") or r.get("peer")]
+    if runs:
+        out.append("")
+        out.append("Every run's figure, in the order they ran (the table gives their medians):")
+        out.append("")
+        for r in runs:
+            out.append(f"- {r['id']}: " + "; ".join(f"{name} {runs_text(r[side], r['unit'])}"
+                                                   for side, name in (("rawpipe", "rawpipe"), ("peer", "peer"))
+                                                   if r.get(side)))
     notes = [r for r in result["rows"] if r.get("reason") or r.get("note")]
     if notes:
         out.append("")
