@@ -128,7 +128,8 @@ Status build_classifier(const Plan& plan, PipelineParts& parts) {
   if (!cls) return cls.status().context(plan.source.empty() ? "classifier" : plan.source);
   parts.classifier = std::move(cls).value();
   // The lcores are the classifier's readers and run the filter stage inside the same pass.
-  if (parts.filters) parts.filters->set_quiescence(parts.classifier.get());
+  // A control call may wait for the lcores, except from a filter callback on one of them.
+  if (parts.filters) parts.filters->set_quiescence(parts.classifier.get(), [] { return current_lcore() < 0; });
   parts.config_rules = static_cast<std::uint32_t>(rules.size());
   return Status::ok();
 }

@@ -3,7 +3,9 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "pipeline/buf/audit.hh"
 #include "pipeline/classify/classifier.hh"
@@ -62,9 +64,10 @@ FilterStage::FilterStage(std::size_t endpoints, const std::vector<std::uint16_t>
   cur_ = std::move(s);
 }
 
-void FilterStage::set_quiescence(Classifier* c) {
+void FilterStage::set_quiescence(Classifier* c, bool (*may_wait)()) {
   std::lock_guard lock(mu_);
   quiescence_ = c;
+  may_wait_ = may_wait;
 }
 
 std::size_t FilterStage::retired_count() const {
@@ -151,9 +154,21 @@ void FilterStage::publish(std::unique_ptr<FilterSet> next) {
   reclaim_locked();
 }
 
+void FilterStage::bound_retired(std::unique_lock<std::mutex>& lock) {
+  if (retired_.size() <= kMaxRetired || quiescence_ == nullptr || may_wait_ == nullptr || !may_wait_()) return;
+  // Epochs grow with each retirement: once the lcores pass this one, every older set goes too.
+  const std::uint64_t epoch = retired_[retired_.size() - kMaxRetired - 1].epoch;
+  Classifier* const q = quiescence_;
+  // Unlocked, so that stats() readers do not wait with us for an lcore that is off its CPU.
+  lock.unlock();
+  while (!q->passed(epoch)) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  lock.lock();
+  reclaim_locked();
+}
+
 Status FilterStage::set_endpoint_filter(std::uint16_t endpoint, FilterFn f) {
   if (f.fn && f.burst) return Status::error("give a per-packet callback or a burst callback, not both");
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   const FilterSet& cur = *cur_;
   if (endpoint >= cur.by_endpoint.size())
     return Status::errorf("endpoint id {} does not exist (there are {})", endpoint, cur.by_endpoint.size());
@@ -161,12 +176,13 @@ Status FilterStage::set_endpoint_filter(std::uint16_t endpoint, FilterFn f) {
   attach_counters(f, false, endpoint, 0);
   next->by_endpoint[endpoint] = f;
   publish(std::move(next));
+  bound_retired(lock);
   return Status::ok();
 }
 
 Status FilterStage::set_queue_filter(std::uint16_t port, std::uint16_t queue, FilterFn f) {
   if (f.fn && f.burst) return Status::error("give a per-packet callback or a burst callback, not both");
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   const FilterSet& cur = *cur_;
   if (port >= cur.by_queue.size()) return Status::errorf("port id {} does not exist (there are {})", port, cur.by_queue.size());
   if (queue >= cur.by_queue[port].size())
@@ -175,11 +191,12 @@ Status FilterStage::set_queue_filter(std::uint16_t port, std::uint16_t queue, Fi
   attach_counters(f, true, port, queue);
   next->by_queue[port][queue] = f;
   publish(std::move(next));
+  bound_retired(lock);
   return Status::ok();
 }
 
 Status FilterStage::set_endpoint_offload(std::uint16_t endpoint, bool offloaded) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   const FilterSet& cur = *cur_;
   if (endpoint >= cur.offload_off.size())
     return Status::errorf("endpoint id {} does not exist (there are {})", endpoint, cur.offload_off.size());
@@ -187,6 +204,7 @@ Status FilterStage::set_endpoint_offload(std::uint16_t endpoint, bool offloaded)
   auto next = std::make_unique<FilterSet>(cur);
   next->offload_off[endpoint] = offloaded ? 0 : 1;
   publish(std::move(next));
+  bound_retired(lock);
   return Status::ok();
 }
 

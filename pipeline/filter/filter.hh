@@ -86,7 +86,15 @@ class FilterStage {
   bool empty() const noexcept;
   // The epoch source that says when no lcore can see a replaced set (the pipeline's classifier,
   // whose readers are the lcores that call run()). Control path, before lcores start.
-  void set_quiescence(Classifier* c);
+  // `may_wait` says whether the calling thread may wait for the lcores (not when it is one of
+  // them, inside a filter callback: it would wait for itself); null: never.
+  void set_quiescence(Classifier* c, bool (*may_wait)() = nullptr);
+  // Replaced sets a caller that may wait leaves behind it at most. Each holds a copy of the
+  // attachment tables, and a set is freed only once every lcore has passed a quiescent point:
+  // a control thread replacing filters in a loop while an lcore is kept off its CPU (a busy
+  // host) would otherwise pile them up for as long as the lcore is away. Past this many, set_*()
+  // waits for the lcores as remove_rule does for the classifier.
+  static constexpr std::size_t kMaxRetired = 256;
   // Replaced sets not reclaimed yet (a statistic for tests).
   std::size_t retired_count() const;
   // Every filter attached so far (also replaced and removed ones), counters summed over lcores;
@@ -115,6 +123,9 @@ class FilterStage {
   // Gives an attached filter its counters (with mu_ held).
   void attach_counters(FilterFn& f, bool on_queue, std::uint16_t a, std::uint16_t b);
   void publish(std::unique_ptr<FilterSet> next);
+  // After a publish: waits, with mu_ released, until the lcores let the retired sets down to
+  // kMaxRetired, when the caller may wait (lock holds mu_ on entry and on return).
+  void bound_retired(std::unique_lock<std::mutex>& lock);
   // Frees retired sets no lcore can see and folds the counters they alone held (mu_ held).
   void reclaim_locked();
   void fold_locked(const FilterCounters& c);
@@ -130,6 +141,7 @@ class FilterStage {
   std::unique_ptr<FilterSet> cur_;  // what current_ points to (mu_)
   std::vector<Retired> retired_;    // oldest first (mu_)
   Classifier* quiescence_ = nullptr;
+  bool (*may_wait_)() = nullptr;
   std::size_t lcores_ = 1;
   std::vector<std::unique_ptr<FilterCounters>> counters_;  // of the current and retired sets (mu_)
   std::vector<FilterStats> removed_;  // reclaimed counters, one per name and attachment point (mu_)

@@ -5,8 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <mutex>
+#include <thread>
 
+#include "pipeline/classify/classifier.hh"
 #include "pipeline/wire/wire.hh"
 
 #include "tests/unit/extra/plan_util.hh"
@@ -233,6 +237,52 @@ TEST(FilterStage, BadAttachmentsAreRefused) {
   EXPECT_TRUE(st.empty());
   EXPECT_TRUE(st.set_queue_filter(0, 1, {&dropper, nullptr, nullptr}));
   EXPECT_FALSE(st.empty());
+}
+
+// A control thread that replaces filters while an lcore is away from its quiescent points (kept
+// off its CPU on a busy host) must not pile replaced sets up for as long as it is away: past
+// kMaxRetired it waits for the lcore, and goes on as soon as the lcore passes one.
+TEST(FilterStage, ReplacedSetsWaitingForAnLcoreAreBounded) {
+  auto classifier = std::move(Classifier::create(1, {}, {})).value();
+  FilterStage st(1, {1});
+  st.set_quiescence(classifier.get(), [] { return true; });
+  classifier->reader_online(0);  // an lcore inside a pass, which does not end until we say
+  constexpr unsigned kCalls = FilterStage::kMaxRetired + 40;
+  std::atomic<unsigned> done{0};
+  std::thread control([&] {
+    for (unsigned i = 0; i < kCalls; ++i) {
+      ASSERT_TRUE(st.set_endpoint_filter(0, {i % 2 ? nullptr : &dropper, nullptr, nullptr}));
+      done.fetch_add(1);
+    }
+  });
+  // It goes on until its call leaves one set past the bound, and that call does not return while
+  // the lcore is away.
+  while (done.load() < FilterStage::kMaxRetired) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(done.load(), FilterStage::kMaxRetired);
+  EXPECT_EQ(st.retired_count(), FilterStage::kMaxRetired + 1);
+  // The lcore passes a quiescent point: everything retired before it goes, and the calls go on.
+  classifier->quiesce(0);
+  control.join();
+  EXPECT_EQ(done.load(), kCalls);
+  EXPECT_LE(st.retired_count(), FilterStage::kMaxRetired + 1);
+  classifier->reader_offline(0);
+}
+
+// From a filter callback the caller is the lcore the sets wait for: it never waits.
+TEST(FilterStage, ACallerThatMayNotWaitIsNeverHeld) {
+  auto classifier = std::move(Classifier::create(1, {}, {})).value();
+  FilterStage st(1, {1});
+  st.set_quiescence(classifier.get(), [] { return false; });
+  classifier->reader_online(0);
+  constexpr unsigned kCalls = FilterStage::kMaxRetired + 40;
+  for (unsigned i = 0; i < kCalls; ++i)
+    ASSERT_TRUE(st.set_endpoint_filter(0, {i % 2 ? nullptr : &dropper, nullptr, nullptr}));
+  EXPECT_EQ(st.retired_count(), kCalls);
+  classifier->reader_offline(0);
+  // The next call finds every set free to go.
+  ASSERT_TRUE(st.set_endpoint_filter(0, {}));
+  EXPECT_EQ(st.retired_count(), 0u);
 }
 
 }  // namespace
