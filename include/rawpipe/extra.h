@@ -272,7 +272,9 @@ typedef struct rawpipe_api {
   int (*endpoint_id)(const rawpipe_pipeline *p, const char *name);  /* -1 when unknown */
 
   /* Filters (RAWPIPE_CAP_FILTERS). Give fn or burst (not both); NULL for both removes. Usable
-   * while lcores run. */
+   * while lcores run: a replaced filter is released once every lcore has finished its pass, and
+   * when 256 replaced ones are already waiting for that, the call (and set_endpoint_offload)
+   * waits for the lcores' next pass, except from a filter callback. */
   int (*endpoint_filter)(rawpipe_pipeline *p, uint16_t endpoint, rawpipe_filter_fn fn, rawpipe_filter_burst_fn burst,
                          void *ctx);
   int (*queue_filter)(rawpipe_pipeline *p, uint16_t port, uint16_t queue, rawpipe_filter_fn fn,
