@@ -6,13 +6,17 @@
 // and accepts any reply with the right sequence number, so rawpipe's echo endpoint (which returns
 // the bytes unchanged) is measured by the same code and the same clock.
 //
-//   udp_pingpong --ip 10.90.0.1 --port 7007 --seconds 5 [--size 64] [--warmup 200]
+//   udp_pingpong --ip 10.90.0.1 --port 7007 --seconds 5 [--size 64] [--warmup 200] [--rate 0]
 // prints one JSON object: {"count", "sent", "lost", "p50_us", "p99_us", "p999_us", "min_us",
 // "max_us"}; the percentiles come from an HDR-style log-bucket histogram (within 3%), min and max
 // are exact. The warm-up ends after --warmup requests or one second, whichever comes first, and
 // the measured window of --seconds starts after it: a server that loses every request would
 // otherwise spend the whole window warming up (100 ms per loss) and report nothing sent.
-// --rate is not offered: one request is in flight at a time, as in sockperf ping-pong.
+// One request is in flight at a time, as in sockperf ping-pong. --rate R paces the requests at R
+// per second (a request waits for its slot; one whose slot went by while the previous round trip
+// was under way goes at once, and the schedule restarts from it): the client then costs its CPU the
+// same whichever server it measures, where back to back a faster server makes it send, and so
+// work, more. 0 (the default) sends each request as soon as the previous one is answered.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -98,6 +102,7 @@ int main(int argc, char** argv) {
   double seconds = 5;
   std::size_t size = 64;
   unsigned warmup = 200;
+  double rate = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k == "--ip") ip = argv[i + 1];
@@ -105,12 +110,19 @@ int main(int argc, char** argv) {
     else if (k == "--seconds") seconds = std::atof(argv[i + 1]);
     else if (k == "--size") size = std::size_t(std::atoi(argv[i + 1]));
     else if (k == "--warmup") warmup = unsigned(std::atoi(argv[i + 1]));
+    else if (k == "--rate") rate = std::atof(argv[i + 1]);
     else {
       std::fprintf(stderr, "udp_pingpong: unknown option %s\n", k.c_str());
       return 2;
     }
   }
   if (size < 14) size = 14;
+  if (rate < 0) {
+    std::fprintf(stderr, "udp_pingpong: --rate must be 0 (back to back) or requests per second\n");
+    return 2;
+  }
+  const std::uint64_t period_ns = rate > 0 ? std::uint64_t(1e9 / rate) : 0;
+  std::uint64_t next_send = 0;
   int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   sockaddr_in dst{};
   dst.sin_family = AF_INET;
@@ -143,6 +155,17 @@ int main(int argc, char** argv) {
     put_be(msg.data(), seq, 8);
     put_be(msg.data() + 8, 1 /* client */ | 2 /* pong request */, 2);
     put_be(msg.data() + 10, size, 4);
+    if (period_ns) {
+      const std::uint64_t t = now_ns();
+      if (next_send > t) {
+        const timespec at{time_t(next_send / 1000000000ull), long(next_send % 1000000000ull)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, nullptr) == EINTR) {
+        }
+        next_send += period_ns;
+      } else {
+        next_send = t + period_ns;
+      }
+    }
     const std::uint64_t t0 = now_ns();
     if (send(fd, msg.data(), msg.size(), 0) < 0) {
       if (!warm) ++lost;
