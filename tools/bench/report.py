@@ -60,6 +60,22 @@ def fewer_runs_text(result):
     return f" (fewer in row{'s' if len(fewer) > 1 else ''} {names}: see each row's runs below the table)"
 
 
+def list_section(out, heading, lines):
+    """Appends a heading and its list, with the blank lines Markdown wants, when there are lines."""
+    if lines:
+        out.extend(["", heading, ""] + lines)
+
+
+def note_line(r):
+    """A row's note as one list item, or its reason when it was not run; None without either."""
+    text = r.get("reason") if r["status"] == "not run" else r.get("note")
+    # A peer's own output quoted in a reason may span lines; one list item keeps one line.
+    text = " ".join(text.split()) if text else text
+    if r["status"] == "not run":
+        return f"- {r['id']}: not run: {text}"
+    return f"- {r['id']}: {text}" if text else None
+
+
 def ratio_text(row):
     r = row.get("ratio")
     return "-" if r is None else f"{r:.2f}"
@@ -103,40 +119,18 @@ def markdown(result):
         out.append(f"| {row['id']} | {row['title']} | {row['rawpipe_label']} | {row.get('rawpipe_work', '')} | "
                    f"{row['peer_label']} | {row.get('peer_work', '')} | {row['unit']} | {fig('rawpipe')} | "
                    f"{fig('peer')} | {ratio_text(row)} | {cpus} | {per_cpu} |")
-    repro = [r for r in result["rows"] if r.get("reproduce")]
-    if repro:
-        out.append("")
-        reps, secs = result.get("repetitions"), result.get("sample_seconds")
-        out.append("Each row's command, run from the source tree. `tools/bench/run --only N` regenerates every "
-                   "row of scenario N, with the configs it writes and both sides interleaved; the command "
-                   "beside it is what that run executes for the row (`build-bench` is what `tools/bench/run` "
-                   "builds):")
-        out.append("")
-        for r in repro:
-            out.append(f"- {r['id']}: `tools/bench/run --only {r['scenario']} --reps {reps} --seconds {secs} "
-                       f"--out DIR`; inside: `{r['reproduce']}`")
-    runs = [r for r in result["rows"] if r.get("rawpipe") or r.get("peer")]
-    if runs:
-        out.append("")
-        out.append("Every run's figure, in the order they ran (the table gives their medians):")
-        out.append("")
-        for r in runs:
-            out.append(f"- {r['id']}: " + "; ".join(f"{name} {runs_text(r[side], r['unit'])}"
-                                                   for side, name in (("rawpipe", "rawpipe"), ("peer", "peer"))
-                                                   if r.get(side)))
-    notes = [r for r in result["rows"] if r.get("reason") or r.get("note")]
-    if notes:
-        out.append("")
-        out.append("Notes:")
-        out.append("")
-        for r in notes:
-            text = r.get("reason") if r["status"] == "not run" else r.get("note")
-            # A peer's own output quoted in a reason may span lines; one list item keeps one line.
-            text = " ".join(text.split()) if text else text
-            if r["status"] == "not run":
-                out.append(f"- {r['id']}: not run: {text}")
-            elif text:
-                out.append(f"- {r['id']}: {text}")
+    reps, secs = result.get("repetitions"), result.get("sample_seconds")
+    list_section(out, "Each row's command, run from the source tree. `tools/bench/run --only N` regenerates every "
+                      "row of scenario N, with the configs it writes and both sides interleaved; the command "
+                      "beside it is what that run executes for the row (`build-bench` is what `tools/bench/run` "
+                      "builds):",
+                 [f"- {r['id']}: `tools/bench/run --only {r['scenario']} --reps {reps} --seconds {secs} "
+                  f"--out DIR`; inside: `{r['reproduce']}`" for r in result["rows"] if r.get("reproduce")])
+    list_section(out, "Every run's figure, in the order they ran (the table gives their medians):",
+                 [f"- {r['id']}: " + "; ".join(f"{side} {runs_text(r[side], r['unit'])}"
+                                               for side in ("rawpipe", "peer") if r.get(side))
+                  for r in result["rows"] if r.get("rawpipe") or r.get("peer")])
+    list_section(out, "Notes:", [line for r in result["rows"] if (line := note_line(r))])
     out.append("")
     return "\n".join(out)
 
