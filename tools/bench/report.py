@@ -23,18 +23,19 @@ def summarize(samples):
     }
 
 
+def fmt_number(v, unit):
+    """One figure at the table's precision for its unit."""
+    if unit == "Mpps":
+        return f"{v:.2f}"
+    if unit in ("us", "ns/pkt", "MiB"):
+        return f"{v:.1f}"
+    return f"{v:.3g}"
+
+
 def fmt_value(s, unit):
     if s is None:
         return "-"
-    v = s["median"]
-    if unit == "Mpps":
-        text = f"{v:.2f}"
-    elif unit in ("us", "ns/pkt"):
-        text = f"{v:.1f}"
-    elif unit == "MiB":
-        text = f"{v:.1f}"
-    else:
-        text = f"{v:.3g}"
+    text = fmt_number(s["median"], unit)
     if len(s["samples"]) > 1:
         text += f" ±{s['spread_pct']:.0f}%"
     return text
@@ -42,8 +43,7 @@ def fmt_value(s, unit):
 
 def runs_text(s, unit):
     """Every sample of a side, at the table's precision."""
-    digits = 2 if unit == "Mpps" else 1 if unit in ("us", "ns/pkt", "MiB") else None
-    return " ".join(f"{v:.{digits}f}" if digits is not None else f"{v:.3g}" for v in s["samples"])
+    return " ".join(fmt_number(v, unit) for v in s["samples"])
 
 
 def fewer_runs_text(result):

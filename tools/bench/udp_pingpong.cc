@@ -144,17 +144,8 @@ int main(int argc, char** argv) {
   const std::uint64_t warm_until = now_ns() + 1'000'000'000ull;
   std::uint64_t end = 0;
   for (unsigned n = 0;; ++n) {
-    bool warm = end == 0;
-    if (warm && (n >= warmup || now_ns() >= warm_until)) {
-      warm = false;
-      end = now_ns() + std::uint64_t(seconds * 1e9);
-    }
-    if (!warm && now_ns() >= end) break;
-    if (!warm) ++sent;
-    ++seq;
-    put_be(msg.data(), seq, 8);
-    put_be(msg.data() + 8, 1 /* client */ | 2 /* pong request */, 2);
-    put_be(msg.data() + 10, size, 4);
+    // Paced: wait for this request's slot before the window's end is checked, so that no request
+    // goes out after it.
     if (period_ns) {
       const std::uint64_t t = now_ns();
       if (next_send > t) {
@@ -166,6 +157,17 @@ int main(int argc, char** argv) {
         next_send = t + period_ns;
       }
     }
+    bool warm = end == 0;
+    if (warm && (n >= warmup || now_ns() >= warm_until)) {
+      warm = false;
+      end = now_ns() + std::uint64_t(seconds * 1e9);
+    }
+    if (!warm && now_ns() >= end) break;
+    if (!warm) ++sent;
+    ++seq;
+    put_be(msg.data(), seq, 8);
+    put_be(msg.data() + 8, 1 /* client */ | 2 /* pong request */, 2);
+    put_be(msg.data() + 10, size, 4);
     const std::uint64_t t0 = now_ns();
     if (send(fd, msg.data(), msg.size(), 0) < 0) {
       if (!warm) ++lost;

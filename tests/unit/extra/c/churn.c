@@ -3,7 +3,7 @@
  * and their counter blocks are reclaimed once the lcore has passed a quiescent point; before
  * that, each pair kept about 2.85 kB until destroy (200,000 pairs: over 500 MiB). A caller leaves
  * at most FilterStage::kMaxRetired (256) sets waiting for the lcore; before that bound, a busy
- * host that kept the lcore off its CPU let thousands pile up (6-24 MiB in this test).
+ * host that kept the lcore off its CPU let thousands pile up (up to 24 MiB in this test).
  * Usage: churn CONFIG */
 #include <string.h>
 #include <unistd.h>
