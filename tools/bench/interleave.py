@@ -21,9 +21,8 @@ class RunFailed(Exception):
     """A run that gave no figure, with what the program printed."""
 
 
-def thread_file(pid, prefix, name):
-    """The text of /proc/PID/task/TID/<name> for the first thread of pid whose name starts with
-    prefix; None when there is no such thread (or it went away)."""
+def thread_id(pid, prefix):
+    """The id of the first thread of pid whose name starts with prefix; None when there is none."""
     base = f"/proc/{pid}/task"
     try:
         tids = os.listdir(base)
@@ -32,13 +31,49 @@ def thread_file(pid, prefix, name):
     for tid in tids:
         try:
             with open(f"{base}/{tid}/comm") as f:
-                if not f.read().strip().startswith(prefix):
-                    continue
-            with open(f"{base}/{tid}/{name}") as f:
-                return f.read()
+                if f.read().strip().startswith(prefix):
+                    return tid
         except OSError:
             continue
     return None
+
+
+def thread_file(pid, prefix, name):
+    """The text of /proc/PID/task/TID/<name> for the first thread of pid whose name starts with
+    prefix; None when there is no such thread (or it went away)."""
+    tid = thread_id(pid, prefix)
+    if tid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/task/{tid}/{name}") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def profile_thread(pid, prefix, seconds, path):
+    """Samples the thread of pid whose name starts with prefix for `seconds` with perf (timer
+    samples: a virtual machine may have no hardware counters) into `path`; returns what perf said
+    when it failed, None when it did not."""
+    tid = thread_id(pid, prefix)
+    if tid is None:
+        time.sleep(seconds)
+        return f"no thread named {prefix}* to profile"
+    done = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-t", tid, "-o", path, "--",
+                           "sleep", str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return None if done.returncode == 0 else f"perf record failed (exit {done.returncode}): {done.stdout[-500:]}"
+
+
+def profile_shares(path, sort):
+    """{key: share of the samples} from a perf.data file, `sort` being perf report's key (dso, sym)."""
+    out = subprocess.run(["perf", "report", "-i", path, "--no-children", "--stdio", "-q", "--sort", sort],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+    shares = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*([\d.]+)%\s+(.*\S)", line)
+        if m:
+            shares[m.group(2)] = shares.get(m.group(2), 0.0) + float(m.group(1)) / 100
+    return shares
 
 
 def stat_ticks(stat):
@@ -74,13 +109,15 @@ def thread_waited_ns(pid, prefix):
         return None
 
 
-def run_window(cmd, thread, warm, seconds, others=(), waited=None, process=None):
+def run_window(cmd, thread, warm, seconds, others=(), waited=None, process=None, profile=None):
     """Starts cmd, waits until `thread` has begun to run, lets it run warm + seconds, stops it with
     SIGINT. Returns (the output lines that arrived inside the window, all output, exit code, CPU
     share of the thread over the window, {name: CPU share} of the `others` threads). A dict passed
     as `waited` receives, per `others` thread, its milliseconds per second runnable but not
     running over the window (thread_waited_ns); one passed as `process` receives "busy_cpus", the
-    CPU time of every thread of the process over the window in CPUs."""
+    CPU time of every thread of the process over the window in CPUs. A dict passed as `profile`,
+    holding "path", has `thread` sampled by perf over the window into that file, and receives
+    "error" when that failed."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     lines = []  # (arrival time, line): each per-second rate line is judged by when it came
 
@@ -100,7 +137,10 @@ def run_window(cmd, thread, warm, seconds, others=(), waited=None, process=None)
     p1 = process_ticks(proc.pid)
     o1 = {name: thread_ticks(proc.pid, name) for name in others}
     w1 = {name: thread_waited_ns(proc.pid, name) for name in others}
-    time.sleep(seconds)
+    if profile is not None:
+        profile["error"] = profile_thread(proc.pid, thread, seconds, profile["path"])
+    else:
+        time.sleep(seconds)
     t2, c2 = time.monotonic(), thread_ticks(proc.pid, thread)
     p2 = process_ticks(proc.pid)
     o2 = {name: thread_ticks(proc.pid, name) for name in others}
@@ -130,15 +170,16 @@ def run_window(cmd, thread, warm, seconds, others=(), waited=None, process=None)
     return inside, "".join(line for _, line in lines), proc.returncode, share, other_shares
 
 
-def rawpipe_run(exe, config, warm, seconds, threads=(), waited=None, process=None):
+def rawpipe_run(exe, config, warm, seconds, threads=(), waited=None, process=None, profile=None):
     """Runs `rawpipe run config` for a window; returns (the pipeline's mean receive rate in Mpps over
     the window, lcore0's CPU share, the command,
-    the JSON summary, {thread: CPU share} for `threads`). `waited` and `process` as in run_window."""
+    the JSON summary, {thread: CPU share} for `threads`). `waited`, `process` and `profile` (of
+    lcore0) as in run_window."""
     with tempfile.TemporaryDirectory() as tmp:
         out_json = os.path.join(tmp, "summary.json")
         cmd = [exe, "run", config, "--json", out_json]
         inside, out, rc, share, other_shares = run_window(cmd, "rawpipe-lc0", warm, seconds, threads, waited,
-                                                          process)
+                                                          process, profile)
         if rc != 0 or not os.path.exists(out_json):
             raise RunFailed(f"rawpipe failed (exit {rc}):\n{out[-3000:]}")
         with open(out_json) as f:
