@@ -54,14 +54,27 @@ def thread_file(pid, prefix, name):
 def profile_thread(pid, prefix, seconds, path):
     """Samples the thread of pid whose name starts with prefix for `seconds` with perf (timer
     samples: a virtual machine may have no hardware counters) into `path`; returns what perf said
-    when it failed, None when it did not."""
+    when it failed, None when it did not. Takes `seconds` either way, so that a failed profile
+    leaves the measured window as it would have been."""
+    start = time.monotonic()
     tid = thread_id(pid, prefix)
+    error = None
     if tid is None:
-        time.sleep(seconds)
-        return f"no thread named {prefix}* to profile"
-    done = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-t", tid, "-o", path, "--",
-                           "sleep", str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return None if done.returncode == 0 else f"perf record failed (exit {done.returncode}): {done.stdout[-500:]}"
+        error = f"no thread named {prefix}* to profile"
+    else:
+        # perf itself runs on the CPUs the sampled thread may not use, where there are any, so that
+        # only the sampling interrupts land on the measured CPU.
+        try:
+            others = set(os.sched_getaffinity(0)) - set(os.sched_getaffinity(int(tid)))
+        except OSError:
+            others = set()
+        done = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-t", tid, "-o", path, "--",
+                               "sleep", str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              preexec_fn=(lambda: os.sched_setaffinity(0, others)) if others else None)
+        if done.returncode != 0:
+            error = f"perf record failed (exit {done.returncode}): {done.stdout[-500:]}"
+    time.sleep(max(0.0, seconds - (time.monotonic() - start)))
+    return error
 
 
 def profile_shares(path, sort):
