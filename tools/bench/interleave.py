@@ -89,6 +89,55 @@ def profile_shares(path, sort):
     return shares
 
 
+def time_group(dso):
+    """Where a sample's library puts it in a profile's split by library."""
+    if dso.startswith("librte_net_pcap"):
+        return "net_pcap"
+    if dso.startswith("librte_"):
+        return "DPDK, other libraries"
+    if dso.startswith("dpdk-testpmd"):
+        return "testpmd"
+    if dso.startswith("librawpipe") or dso == "rawpipe":
+        return "rawpipe"
+    if dso.startswith("libc.") or dso.startswith("ld-linux"):
+        return "libc, loader"
+    if dso.startswith("[kernel"):
+        return "kernel"
+    return "other"
+
+
+def split_per_packet(profile, mpps):
+    """ns per packet by time_group, and by rawpipe function, of one run profiled through run_window
+    (each share of the samples times the run's time per packet); None, and a line saying why, when
+    perf gave nothing."""
+    if profile.get("error"):
+        print(f"  profile: {profile['error']}", flush=True)
+        return None
+    if mpps <= 0:
+        return None  # nothing received: the caller's medians say so
+    ns = 1e3 / mpps
+    groups = {}
+    functions = {}
+    # One report by library and symbol gives both splits: a library's share is its symbols' sum.
+    for key, share in profile_shares(profile["path"], "dso,sym").items():
+        parts = key.split(None, 2)  # dso, [.], symbol
+        group = time_group(parts[0])
+        groups[group] = groups.get(group, 0.0) + share * ns
+        if len(parts) == 3 and group == "rawpipe":
+            functions[parts[2]] = functions.get(parts[2], 0.0) + share * ns
+    if not groups:
+        print("  profile: perf recorded no samples", flush=True)
+        return None
+    return {"ns_per_packet": ns, "groups": groups, "rawpipe_functions": functions}
+
+
+def median_split(splits, field):
+    """{key: median over the splits} of one field of split_per_packet's results (a key missing
+    from a run counts as 0 there)."""
+    keys = {k for s in splits for k in s[field]}
+    return {k: statistics.median(s[field].get(k, 0.0) for s in splits) for k in keys}
+
+
 def stat_ticks(stat):
     """utime + stime (clock ticks) from the text of a /proc stat file; None for None."""
     if stat is None:
