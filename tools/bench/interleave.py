@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import sys
 import statistics
@@ -129,6 +130,19 @@ def split_per_packet(profile, mpps):
         print("  profile: perf recorded no samples", flush=True)
         return None
     return {"ns_per_packet": ns, "groups": groups, "rawpipe_functions": functions}
+
+
+def require_perf(tool):
+    """Exits naming the package when perf, which --profile needs, is not installed."""
+    if not shutil.which("perf"):
+        sys.exit(f"{tool}: --profile needs perf; install Debian's linux-perf package (tools/packages.txt)")
+
+
+def listed(values, n=None, sign=""):
+    """'key value, ...' of a {key: ns per packet} split, largest first, the first n (all for None),
+    leaving out values that round to zero; sign="+" prints differences."""
+    ordered = sorted(values.items(), key=lambda kv: -kv[1])[:n]
+    return ", ".join(f"{k} {v:{sign}.2f}" for k, v in ordered if abs(v) >= 0.01)
 
 
 def median_split(splits, field):
