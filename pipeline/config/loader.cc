@@ -69,7 +69,7 @@ const KeyDoc kPortDocs[] = {
     {"pool", "string", "a [[pools]] name", "the only pool, when there is one", "pool the receive buffers come from"},
     {"rx_queues", "integer", "1 to the driver's maximum", "1", "receive queues, each polled by exactly one lcore"},
     {"tx_queues", "integer", "0 to the driver's maximum", "1", "transmit queues"},
-    {"rx_ring_size", "integer", "power of two", "1024", "receive descriptors per queue"},
+    {"rx_ring_size", "integer", "power of two", "1024; af_xdp: 2048 (libxdp's)", "receive descriptors per queue"},
     {"tx_ring_size", "integer", "power of two", "1024", "transmit descriptors per queue"},
 };
 
@@ -186,12 +186,12 @@ void load_ports(ConfigSection& root, Plan& plan, const LoadOptions& options, std
     }
     p.rx_queues = static_cast<std::uint16_t>(s.integer("rx_queues", 0, kU16, 1));
     p.tx_queues = static_cast<std::uint16_t>(s.integer("tx_queues", 0, kU16, 1));
-    p.rx_ring_size = ring_size(s, "rx_ring_size", 1024);
+    const PmdDriver* driver = p.pmd.empty() || !options.find_pmd ? nullptr : options.find_pmd(p.pmd);
+    p.rx_ring_size = ring_size(s, "rx_ring_size", driver ? driver->default_rx_ring_size : kDefaultRxRingSize);
     p.tx_ring_size = ring_size(s, "tx_ring_size", 1024);
     p.neigh = read_neigh_port_keys(s);
     p.where = where(s);
 
-    const PmdDriver* driver = p.pmd.empty() || !options.find_pmd ? nullptr : options.find_pmd(p.pmd);
     if (!p.pmd.empty() && !driver) {
       std::vector<std::string_view> names = options.known_pmds;
       if (names.empty() && options.find_pmd == &rawpipe::find_pmd)

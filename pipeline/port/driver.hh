@@ -33,13 +33,16 @@ inline QueueCounters load_counters(const QueueCounters& live) noexcept {
   return c;
 }
 
+// Receive descriptors per queue for a driver that names no default of its own (testpmd's --rxd).
+inline constexpr std::uint32_t kDefaultRxRingSize = 1024;
+
 // What the pipeline gives a driver when it opens a port: everything already validated.
 struct PortEnv {
   std::uint16_t port_id = 0;
   std::string name;
   std::uint16_t rx_queues = 1;
   std::uint16_t tx_queues = 1;
-  std::uint32_t rx_ring_size = 1024;
+  std::uint32_t rx_ring_size = kDefaultRxRingSize;
   std::uint32_t tx_ring_size = 1024;
   Pool* pool = nullptr;      // receive buffers come from here
 };
@@ -87,6 +90,9 @@ struct PmdDriver {
   // The keys parse() reads beyond the generic port keys (pipeline/config/keys.hh): the loader
   // declares them on the port's table, so parse() cannot read a key the reference does not list.
   const KeyTable* keys = nullptr;
+  // rx_ring_size when the config leaves it out: the default of the library the driver wraps, so
+  // that a port behaves as its users know it from there (libxdp's 2048 for af_xdp).
+  std::uint32_t default_rx_ring_size = kDefaultRxRingSize;
 };
 
 }  // namespace rawpipe

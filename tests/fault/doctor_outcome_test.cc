@@ -209,6 +209,8 @@ TEST_F(DoctorOutcome, PoolLargerThanRamAndSwapFailsBoth) {
 TEST_F(DoctorOutcome, UmemAboveMemlockWithoutIpcLockFailsBoth) {
   const std::string text = fmt::format("[[pools]]\nname = \"rx\"\ncount = 2048\n"
                                        "[[ports]]\nname = \"p\"\npmd = \"af_xdp\"\ninterface = \"{}\"\n"
+                                       // 1024 of the 2048 buffers in the fill ring, as the UMEM sizes below assume.
+                                       "rx_ring_size = 1024\n"
                                        "[[endpoints]]\nname = \"udp\"\naction = \"sink\"\nmatch = [\"udp\"]\n"
                                        "[[lcores]]\nrx = [\"p:0\"]\n",
                                        ifname_);

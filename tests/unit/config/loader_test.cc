@@ -4,6 +4,12 @@
 
 #include <string>
 
+#if __has_include(<xdp/xsk.h>)
+#include <xdp/xsk.h>
+#else
+#define XSK_RING_CONS__DEFAULT_NUM_DESCS 2048  // libxdp's, for a build without its headers
+#endif
+
 #include "pipeline/config/section.hh"
 #include "pipeline/port/registry.hh"
 #include "pipeline/port/driver.hh"
@@ -36,8 +42,13 @@ Result<std::unique_ptr<PortSpec>> parse_fake(ConfigSection& s) {
 }
 
 const PmdDriver kFake{"fake", "test driver", parse_fake};
+// A driver whose library posts more receive descriptors by default, as libxdp does.
+const PmdDriver kDeepFake{"deepfake", "test driver with 2048 receive descriptors by default", parse_fake, nullptr, 2048};
 
-const PmdDriver* find_fake(std::string_view name) { return name == "fake" ? &kFake : nullptr; }
+const PmdDriver* find_fake(std::string_view name) {
+  if (name == "fake") return &kFake;
+  return name == "deepfake" ? &kDeepFake : nullptr;
+}
 
 LoadOptions options() {
   LoadOptions o;
@@ -136,6 +147,28 @@ TEST(ConfigLoader, PoolsOfPortsThatNeedExactSlotsGetThem) {
   auto exact = load(replace(kValid, "max_queues = 8\n", "max_queues = 8\nframes = true\n"));
   ASSERT_TRUE(exact) << exact.message();
   EXPECT_TRUE(exact->plan.pools[0].config.exact_stride);
+}
+
+TEST(ConfigLoader, RxRingSizeDefaultsToTheDriversOwn) {
+  auto generic = load(kValid);
+  ASSERT_TRUE(generic) << generic.message();
+  EXPECT_EQ(generic->plan.ports[0].rx_ring_size, 1024u);
+  auto deep = load(replace(kValid, "pmd = \"fake\"", "pmd = \"deepfake\""));
+  ASSERT_TRUE(deep) << deep.message();
+  EXPECT_EQ(deep->plan.ports[0].rx_ring_size, 2048u);
+  EXPECT_EQ(deep->plan.ports[0].tx_ring_size, 1024u);
+  auto set = load(replace(kValid, "pmd = \"fake\"", "pmd = \"deepfake\"\nrx_ring_size = 512"));
+  ASSERT_TRUE(set) << set.message();
+  EXPECT_EQ(set->plan.ports[0].rx_ring_size, 512u);
+}
+
+TEST(ConfigLoader, AfXdpPostsAsManyFillDescriptorsAsLibxdp) {
+  const PmdDriver* af_xdp = find_pmd("af_xdp");
+  if (!af_xdp) GTEST_SKIP() << "the af_xdp driver is not built into this library";
+  // libxdp's default, which DPDK's net_af_xdp also takes.
+  EXPECT_EQ(af_xdp->default_rx_ring_size, std::uint32_t{XSK_RING_CONS__DEFAULT_NUM_DESCS});
+  EXPECT_NE(find_pmd("synth"), nullptr);
+  EXPECT_EQ(find_pmd("synth")->default_rx_ring_size, kDefaultRxRingSize);
 }
 
 TEST(ConfigLoader, DefaultEndpointOnAPortThatSteersOnlyMatchedTrafficIsRefused) {
