@@ -58,6 +58,38 @@ void check_pools(const Plan& plan, Problems& problems) {
                problems);
 }
 
+// A pool smaller than what its ports' devices keep posted would fail at the ports' start.
+void check_buffers_kept(const Plan& plan, Problems& problems) {
+  for (std::size_t pi = 0; pi < plan.pools.size(); ++pi) {
+    const PoolPlan& pool = plan.pools[pi];
+    std::uint64_t kept = 0;
+    std::vector<std::size_t> keepers;
+    for (std::size_t i = 0; i < plan.ports.size(); ++i) {
+      const PortPlan& p = plan.ports[i];
+      if (p.pool != pool.config.name || !p.spec) continue;
+      const std::uint64_t k = p.spec->buffers_kept(p.rx_queues, p.tx_queues, p.rx_ring_size);
+      if (k == 0) continue;
+      kept += k;
+      keepers.push_back(i);
+    }
+    if (kept <= pool.config.count) continue;
+    if (keepers.size() == 1) {
+      const PortPlan& p = plan.ports[keepers[0]];
+      problems.add(PlanPart::kPort, keepers[0], "rx_ring_size",
+                   fmt::format("at {} the {} driver keeps {} buffers posted, more than pool '{}' has ({}); raise the "
+                               "pool's count to at least {} or lower rx_ring_size",
+                               p.rx_ring_size, p.pmd, kept, pool.config.name, pool.config.count, kept));
+    } else {
+      std::string names;
+      for (std::size_t i : keepers) names += fmt::format("{}'{}'", names.empty() ? "" : ", ", plan.ports[i].name);
+      problems.add(PlanPart::kPool, pi, "count",
+                   fmt::format("{} buffers, but ports {} keep {} posted between them; raise it to at least {} or "
+                               "lower their rx_ring_size",
+                               pool.config.count, names, kept, kept));
+    }
+  }
+}
+
 void check_ports(const Plan& plan, Problems& problems) {
   if (plan.ports.empty()) problems.add(PlanPart::kPlan, 0, "ports", "expected at least one [[ports]] table");
   unique_names(plan, plan.ports, PlanPart::kPort, "port", [](const PortPlan& p) -> const std::string& { return p.name; },
@@ -316,6 +348,7 @@ std::vector<PlanProblem> find_plan_problems(const Plan& plan, const ValidateOpti
   Problems problems(out);
   check_pools(plan, problems);
   check_ports(plan, problems);
+  check_buffers_kept(plan, problems);
   check_endpoints(plan, problems);
   check_default(plan, options, problems);
   check_lcores(plan, options, problems);

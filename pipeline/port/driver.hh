@@ -60,6 +60,13 @@ class PortSpec {
   // must be exactly buf_size apart (PoolConfig::exact_stride); the config loader sets that on
   // the port's pool.
   virtual bool needs_exact_pool_stride() const { return false; }
+  // Buffers of the port's pool the device keeps for itself while it runs (posted for receive), or
+  // 0 when it keeps no fixed number. The plan refuses a pool smaller than what its ports keep, so
+  // that `rawpipe check` says so rather than the port's start.
+  virtual std::uint64_t buffers_kept(std::uint16_t /*rx_queues*/, std::uint16_t /*tx_queues*/,
+                                     std::uint32_t /*rx_ring_size*/) const {
+    return 0;
+  }
   // Why frames no endpoint rule matches, and non-IP frames (ARP), never reach this port's queues
   // (they are steered to the kernel instead), naming the key that changes it; "" when the port
   // receives everything. The config loader refuses what would count on them: a default endpoint

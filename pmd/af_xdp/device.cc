@@ -42,6 +42,12 @@ constexpr std::int64_t kMaxBusyPollUs = 1000000;
 // Ethernet header plus two VLAN tags on top of the MTU.
 constexpr std::uint32_t kL2Overhead = 14 + 8;
 
+// Buffers the kernel holds while the port runs: every socket's fill ring full, and one burst on
+// its way back to it.
+constexpr std::uint64_t fill_ring_buffers(unsigned sockets, std::uint32_t rx_ring_size) {
+  return std::uint64_t(sockets) * rx_ring_size + kMaxBurst;
+}
+
 struct IfInfo {
   int index = 0;
   std::uint32_t mtu = 1500;
@@ -192,7 +198,7 @@ class AfXdpPort final : public Port {
     if (started_) return Status::ok();
     EnterNetns in(home_);
     Pool* pool = env_.pool;
-    const std::uint64_t need = std::uint64_t(nq_) * env_.rx_ring_size + kMaxBurst;
+    const std::uint64_t need = fill_ring_buffers(nq_, env_.rx_ring_size);
     if (pool->count() < need)
       return Status::errorf("af_xdp port '{}': pool '{}' has {} buffers but {} queue(s) with rx_ring_size {} keep up to "
                             "{} in the kernel's fill rings; raise the pool's count or lower rx_ring_size",
@@ -606,6 +612,9 @@ class AfXdpSpec final : public PortSpec {
   }
   // UMEM frames are buf_size apart and rx finds a slot by shifting the frame address.
   bool needs_exact_pool_stride() const override { return true; }
+  std::uint64_t buffers_kept(std::uint16_t rx_queues, std::uint16_t tx_queues, std::uint32_t rx_ring_size) const override {
+    return fill_ring_buffers(std::max(rx_queues, tx_queues), rx_ring_size);
+  }
   ClaimedQueues claimed_queues() const override { return {cfg_.interface, cfg_.queue_offset}; }
   std::string unmatched_go_elsewhere() const override {
     if (cfg_.mode == SteerMode::kAll) return {};

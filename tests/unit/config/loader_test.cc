@@ -21,24 +21,30 @@ namespace {
 // driver and reject what neither read.
 class FakeSpec final : public PortSpec {
  public:
-  FakeSpec(std::uint16_t max_queues, bool frames, bool steers) : max_queues_(max_queues), frames_(frames), steers_(steers) {}
+  FakeSpec(std::uint16_t max_queues, bool frames, bool steers, bool posts)
+      : max_queues_(max_queues), frames_(frames), steers_(steers), posts_(posts) {}
   Result<std::unique_ptr<Port>> open(const PortEnv&) const override { return Status::error("fake: not openable"); }
   std::uint16_t max_rx_queues() const override { return max_queues_; }
   bool needs_exact_pool_stride() const override { return frames_; }
   std::string unmatched_go_elsewhere() const override { return steers_ ? "fake steers matched traffic only" : ""; }
+  std::uint64_t buffers_kept(std::uint16_t rx_queues, std::uint16_t, std::uint32_t rx_ring_size) const override {
+    return posts_ ? std::uint64_t(rx_queues) * rx_ring_size : 0;
+  }
 
  private:
   std::uint16_t max_queues_;
   bool frames_;
   bool steers_;
+  bool posts_;
 };
 
 Result<std::unique_ptr<PortSpec>> parse_fake(ConfigSection& s) {
   auto max_queues = static_cast<std::uint16_t>(s.integer("max_queues", 1, 64, 4));
   bool frames = s.boolean("frames", false);  // like af_xdp: needs slots exactly buf_size apart
   bool steers = s.boolean("steers", false);  // like af_xdp in steer mode: unmatched traffic goes to the kernel
+  bool posts = s.boolean("posts", false);    // like af_xdp's fill rings: keeps its ring's buffers
   if (!s.status()) return s.status();
-  return std::unique_ptr<PortSpec>(new FakeSpec(max_queues, frames, steers));
+  return std::unique_ptr<PortSpec>(new FakeSpec(max_queues, frames, steers, posts));
 }
 
 const PmdDriver kFake{"fake", "test driver", parse_fake};
@@ -160,6 +166,27 @@ TEST(ConfigLoader, RxRingSizeDefaultsToTheDriversOwn) {
   auto set = load(replace(kValid, "pmd = \"fake\"", "pmd = \"deepfake\"\nrx_ring_size = 512"));
   ASSERT_TRUE(set) << set.message();
   EXPECT_EQ(set->plan.ports[0].rx_ring_size, 512u);
+}
+
+TEST(ConfigLoader, PoolSmallerThanWhatItsPortKeepsPostedIsRefused) {
+  // Two queues of 2048 keep the whole pool of 4096: enough.
+  const std::string deep = replace(kValid, "pmd = \"fake\"", "pmd = \"deepfake\"\nposts = true");
+  auto fits = load(deep);
+  ASSERT_TRUE(fits) << fits.message();
+  EXPECT_EQ(error_of(replace(deep, "posts = true", "posts = true\nrx_ring_size = 4096")),
+            "t.toml:17: ports[0] 'p0': key 'rx_ring_size': at 4096 the deepfake driver keeps 8192 buffers posted, "
+            "more than pool 'rx' has (4096); raise the pool's count to at least 8192 or lower rx_ring_size");
+  // A port that keeps none may have any ring.
+  auto idle = load(replace(kValid, "rx_queues = 2", "rx_queues = 2\nrx_ring_size = 65536"));
+  ASSERT_TRUE(idle) << idle.message();
+  // Two ports on one pool: the pool's count is what to raise.
+  std::string two = replace(deep, "[[endpoints]]",
+                            "[[ports]]\nname = \"p1\"\npmd = \"deepfake\"\nposts = true\nrx_queues = 1\n\n[[endpoints]]");
+  two = replace(two, "rx = [", "rx = [\"p1:0\", ");
+  const std::string err = error_of(two);
+  EXPECT_NE(err.find("pools[0] 'rx': key 'count': 4096 buffers, but ports 'p0', 'p1' keep 6144 posted between them"),
+            std::string::npos)
+      << err;
 }
 
 TEST(ConfigLoader, AfXdpPostsAsManyFillDescriptorsAsLibxdp) {

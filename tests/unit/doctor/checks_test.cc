@@ -190,8 +190,9 @@ TEST(DoctorChecks, MtuThatFitsA4096BufferSuggestsIt) {
 }
 
 TEST(DoctorChecks, QueuesBeyondChannelsGiveTheEthtoolCommand) {
+  // 1024 descriptors, so that the two queues' fill rings fit the helper's pool of 4096.
   Needs n = needs("[[ports]]\nname = \"p0\"\npmd = \"af_xdp\"\ninterface = \"veth0\"\nrx_queues = 2\n"
-                  "tx_queues = 2\n",
+                  "tx_queues = 2\nrx_ring_size = 1024\n",
                   "", "[[lcores]]\nrx = [\"p0:0\", \"p0:1\"]\n");
   HostFacts h = good_host();
   Report r = run_checks(&n, h);
@@ -201,7 +202,7 @@ TEST(DoctorChecks, QueuesBeyondChannelsGiveTheEthtoolCommand) {
   EXPECT_EQ(q->fix, "sudo ethtool -L veth0 rx 2");
   h.netdevs["veth0"].channels = {0, 0, 8, 0, 0, 4};  // a NIC with combined channels, 4 of 8 in use
   Needs wide = needs("[[ports]]\nname = \"p0\"\npmd = \"af_xdp\"\ninterface = \"veth0\"\nrx_queues = 2\n"
-                     "tx_queues = 2\nqueue_offset = 5\n",
+                     "tx_queues = 2\nrx_ring_size = 1024\nqueue_offset = 5\n",
                      "", "[[lcores]]\nrx = [\"p0:0\", \"p0:1\"]\n");
   r = run_checks(&wide, h);
   EXPECT_EQ(only(r, "queues veth0")->fix, "sudo ethtool -L veth0 combined 7");
