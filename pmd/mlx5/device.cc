@@ -36,6 +36,11 @@ struct Spec final : PortSpec {
   bool steer_all = false;
 
   Result<std::unique_ptr<Port>> open(const PortEnv& env) const override;
+  // A cyclic receive queue posts one pool buffer per WQE at setup and keeps it posted, as DPDK's
+  // mlx5 PMD keeps its elts; a striding one receives into regions of its own and copies out.
+  std::uint64_t buffers_kept(std::uint16_t rx_queues, std::uint16_t, std::uint32_t rx_ring_size) const override {
+    return striding ? 0 : std::uint64_t(rx_queues) * rx_ring_size;
+  }
   // A second pipeline's raw QPs on the same NIC would race this one's flow rules for the same
   // traffic. The model is an in-memory device of this port alone.
   ClaimedQueues claimed_queues() const override {

@@ -189,6 +189,37 @@ TEST(ConfigLoader, PoolSmallerThanWhatItsPortKeepsPostedIsRefused) {
       << err;
 }
 
+TEST(ConfigLoader, Mlx5CyclicQueuesKeepTheirRingPostedStridingOnesDoNot) {
+  if (!find_pmd("mlx5-model")) GTEST_SKIP() << "the mlx5 driver is not built into this library";
+  const std::string text = R"([[pools]]
+name = "rx"
+count = 1024
+[[ports]]
+name = "m"
+pmd = "mlx5-model"
+rx_queues = 2
+rx_ring_size = 1024
+[[endpoints]]
+name = "u"
+action = "sink"
+match = ["udp"]
+[[lcores]]
+cpu = 0
+rx = ["m:0", "m:1"]
+)";
+  LoadOptions real;
+  real.cpu_count = 2;
+  auto cyclic = load_config_string(text, "m.toml", real);
+  ASSERT_FALSE(cyclic);
+  EXPECT_NE(cyclic.message().find("at 1024 the mlx5-model driver keeps 2048 buffers posted, more than pool 'rx' has "
+                                  "(1024)"),
+            std::string::npos)
+      << cyclic.message();
+  auto striding = load_config_string(replace(text, "rx_ring_size = 1024", "rx_ring_size = 1024\nstriding_rq = true"),
+                                     "m.toml", real);
+  EXPECT_TRUE(striding) << striding.message();
+}
+
 TEST(ConfigLoader, AfXdpPostsAsManyFillDescriptorsAsLibxdp) {
   const PmdDriver* af_xdp = find_pmd("af_xdp");
   if (!af_xdp) GTEST_SKIP() << "the af_xdp driver is not built into this library";
