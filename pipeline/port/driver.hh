@@ -33,7 +33,7 @@ inline QueueCounters load_counters(const QueueCounters& live) noexcept {
   return c;
 }
 
-// Receive descriptors per queue for a driver that names no default of its own (testpmd's --rxd).
+// Receive descriptors per queue for a driver that names no default of its own.
 inline constexpr std::uint32_t kDefaultRxRingSize = 1024;
 
 // What the pipeline gives a driver when it opens a port: everything already validated.
