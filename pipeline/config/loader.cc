@@ -69,7 +69,8 @@ const KeyDoc kPortDocs[] = {
     {"pool", "string", "a [[pools]] name", "the only pool, when there is one", "pool the receive buffers come from"},
     {"rx_queues", "integer", "1 to the driver's maximum", "1", "receive queues, each polled by exactly one lcore"},
     {"tx_queues", "integer", "0 to the driver's maximum", "1", "transmit queues"},
-    {"rx_ring_size", "integer", "power of two", "1024; af_xdp: 2048 (libxdp's)", "receive descriptors per queue"},
+    {"rx_ring_size", "integer", "power of two", "1024; pmd = \"af_xdp\": 2048 (libxdp's)",
+     "receive descriptors per queue; af_xdp and mlx5 keep that many of the pool's buffers posted per queue"},
     {"tx_ring_size", "integer", "power of two", "1024", "transmit descriptors per queue"},
 };
 

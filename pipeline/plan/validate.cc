@@ -58,7 +58,9 @@ void check_pools(const Plan& plan, Problems& problems) {
                problems);
 }
 
-// A pool smaller than what its ports' devices keep posted would fail at the ports' start.
+// The ports on one pool post their receive buffers from the same free list, so the plan adds them
+// up: a port's own start checks only its own need against the pool, and the port started last
+// could be left nothing to receive into, where the plan can name the count to raise.
 void check_buffers_kept(const Plan& plan, Problems& problems) {
   for (std::size_t pi = 0; pi < plan.pools.size(); ++pi) {
     const PoolPlan& pool = plan.pools[pi];

@@ -60,9 +60,9 @@ class PortSpec {
   // must be exactly buf_size apart (PoolConfig::exact_stride); the config loader sets that on
   // the port's pool.
   virtual bool needs_exact_pool_stride() const { return false; }
-  // Buffers of the port's pool the device keeps for itself while it runs (posted for receive), or
-  // 0 when it keeps no fixed number. The plan refuses a pool smaller than what its ports keep, so
-  // that `rawpipe check` says so rather than the port's start.
+  // Buffers of the port's pool the device takes at start and keeps posted for receive: the fewest
+  // its start accepts, or 0 when it needs no fixed number. The plan refuses a pool smaller than
+  // what its ports keep, so that `rawpipe check` says so rather than a port's start.
   virtual std::uint64_t buffers_kept(std::uint16_t /*rx_queues*/, std::uint16_t /*tx_queues*/,
                                      std::uint32_t /*rx_ring_size*/) const {
     return 0;

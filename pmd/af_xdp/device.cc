@@ -675,8 +675,8 @@ const PmdDriver kAfXdpDriver = {
     "AF_XDP sockets on a Linux interface; an XDP program steers the endpoints' traffic to them and passes the rest "
     "to the kernel",
     &af_xdp::parse, &kAfXdpKeys,
-    // XSK_RING_CONS__DEFAULT_NUM_DESCS, which DPDK's net_af_xdp takes too: with 1024 a burst the
-    // lcore is late for overflows the ring below what the link delivers (docs/BENCHMARKS.md, row 9).
+    // libxdp's default ring size, and what DPDK's net_af_xdp posts at setup: the same tolerance for
+    // a late lcore as the peer users compare with (docs/operations.md, fill-ring losses).
     XSK_RING_CONS__DEFAULT_NUM_DESCS};
 
 }  // namespace rawpipe

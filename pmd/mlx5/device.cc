@@ -36,8 +36,9 @@ struct Spec final : PortSpec {
   bool steer_all = false;
 
   Result<std::unique_ptr<Port>> open(const PortEnv& env) const override;
-  // A cyclic receive queue posts one pool buffer per WQE at setup and keeps it posted, as DPDK's
-  // mlx5 PMD keeps its elts; a striding one receives into regions of its own and copies out.
+  // A cyclic receive queue posts one pool buffer per WQE at setup (rx_setup refuses fewer) and
+  // keeps it posted, as DPDK's mlx5 PMD keeps its elts. A striding one receives into regions of
+  // its own and takes pool buffers only as it copies out, as many as the pool gives.
   std::uint64_t buffers_kept(std::uint16_t rx_queues, std::uint16_t, std::uint32_t rx_ring_size) const override {
     return striding ? 0 : std::uint64_t(rx_queues) * rx_ring_size;
   }

@@ -220,7 +220,7 @@ rx = ["m:0", "m:1"]
   EXPECT_TRUE(striding) << striding.message();
 }
 
-TEST(ConfigLoader, AfXdpPostsAsManyFillDescriptorsAsLibxdp) {
+TEST(ConfigLoader, AfXdpDefaultsToLibxdpsRingSize) {
   const PmdDriver* af_xdp = find_pmd("af_xdp");
   if (!af_xdp) GTEST_SKIP() << "the af_xdp driver is not built into this library";
   // libxdp's default, which DPDK's net_af_xdp also takes.
