@@ -6,8 +6,7 @@
 
 #if __has_include(<xdp/xsk.h>)
 #include <xdp/xsk.h>
-#else
-#define XSK_RING_CONS__DEFAULT_NUM_DESCS 2048  // libxdp's, for a build without its headers
+#define RAWPIPE_TEST_HAS_LIBXDP 1
 #endif
 
 #include "pipeline/config/section.hh"
@@ -223,10 +222,15 @@ rx = ["m:0", "m:1"]
 TEST(ConfigLoader, AfXdpDefaultsToLibxdpsRingSize) {
   const PmdDriver* af_xdp = find_pmd("af_xdp");
   if (!af_xdp) GTEST_SKIP() << "the af_xdp driver is not built into this library";
-  // libxdp's default, which DPDK's net_af_xdp also takes.
+#ifdef RAWPIPE_TEST_HAS_LIBXDP
+  // libxdp's default, which DPDK's net_af_xdp also takes: read from the installed header, so that
+  // the test has no copy of the value to agree with.
   EXPECT_EQ(af_xdp->default_rx_ring_size, std::uint32_t{XSK_RING_CONS__DEFAULT_NUM_DESCS});
   EXPECT_NE(find_pmd("synth"), nullptr);
   EXPECT_EQ(find_pmd("synth")->default_rx_ring_size, kDefaultRxRingSize);
+#else
+  GTEST_SKIP() << "<xdp/xsk.h> is not installed, so libxdp's default cannot be read";
+#endif
 }
 
 TEST(ConfigLoader, DefaultEndpointOnAPortThatSteersOnlyMatchedTrafficIsRefused) {
