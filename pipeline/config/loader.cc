@@ -23,6 +23,7 @@
 #include "pipeline/neigh/port_keys.hh"
 #include "pipeline/port/registry.hh"
 #include "pipeline/privilege/settings.hh"
+#include "pipeline/plan/pool_sizing.hh"
 #include "pipeline/plan/validate.hh"
 
 namespace rawpipe {
@@ -54,7 +55,10 @@ const KeyDoc kRunDocs[] = {
 
 const KeyDoc kPoolDocs[] = {
     {"name", "string", "non-empty", "required", "name ports refer to (`pool = ...`)"},
-    {"count", "integer", "64 to 1073741824", "8192", "packet buffers; allocated once at start, never grows"},
+    {"count", "integer", "64 to 1073741824", "what its ports and lcores hold, at least 8192",
+     "packet buffers; allocated once at start, never grows. Left out: every receive and transmit descriptor of "
+     "the ports on the pool (af_xdp: its fill rings), plus a burst per port and twice cache_size for each lcore "
+     "polling them, as DPDK's l3fwd sizes its mbuf pool"},
     {"buf_size", "integer", "power of two, 512 to 65536", "2048", "bytes per buffer, header and headroom included"},
     {"headroom", "integer", "0 to 1024", "128", "bytes kept free in front of the packet data"},
     {"cache_size", "integer", "0 to 256", "256", "buffers each lcore keeps in its private cache"},
@@ -135,14 +139,17 @@ std::string read_name(ConfigSection& s, std::string_view kind, std::size_t index
   return name;
 }
 
-void load_pools(ConfigSection& root, Plan& plan, std::vector<ConfigSection>& sections) {
+// `sized_from_plan[i]`: pools[i] left `count` out, so it is sized once ports and lcores are read.
+void load_pools(ConfigSection& root, Plan& plan, std::vector<ConfigSection>& sections,
+                std::vector<bool>& sized_from_plan) {
   sections = root.table_array("pools");
   for (std::size_t i = 0; i < sections.size(); ++i) {
     ConfigSection& s = sections[i];
     s.declare(kPoolKeys);
     PoolPlan p;
     p.config.name = read_name(s, "pools", i);
-    p.config.count = static_cast<std::uint32_t>(s.integer("count", 64, 1 << 30, 8192));
+    sized_from_plan.push_back(!s.has("count"));
+    p.config.count = static_cast<std::uint32_t>(s.integer("count", 64, kMaxPoolCount, kMinDefaultPoolCount));
     std::int64_t buf_size = s.integer("buf_size", 512, 65536, 2048);
     if (!is_power_of_two(static_cast<std::uint64_t>(buf_size)))
       s.fail("buf_size", fmt::format("expected a power of two from 512 to 65536, got {}", buf_size));
@@ -430,13 +437,16 @@ Result<LoadedConfig> load_config_string(std::string_view text, const std::string
   std::set<std::string, std::less<>> all_port_names;
   std::vector<bool> port_has_driver;
   std::vector<std::size_t> section_of_port;
-  load_pools(root, plan, pools);
+  std::vector<bool> pool_sized_from_plan;
+  load_pools(root, plan, pools, pool_sized_from_plan);
   load_ports(root, plan, options, ports, all_port_names, port_has_driver, section_of_port);
   load_endpoints(root, plan, endpoints, all_port_names);
   std::optional<ConfigSection> run;
   load_run(root, plan, out.app, cpus, run);
   load_metrics_section(root, plan);
   load_lcores(root, plan, lcores, all_port_names);
+  for (std::size_t i = 0; i < plan.pools.size(); ++i)
+    if (pool_sized_from_plan[i]) plan.pools[i].config.count = default_pool_count(plan, i);
   load_filters(root, plan);
   load_taps(root, plan);
   // The plan is validated once every element read cleanly: an element that failed to read is not

@@ -188,6 +188,30 @@ TEST(ConfigLoader, PoolSmallerThanWhatItsPortKeepsPostedIsRefused) {
       << err;
 }
 
+TEST(ConfigLoader, PoolWithoutACountHoldsWhatItsPortsAndLcoresDo) {
+  const std::string unsized = replace(kValid, "count = 4096\n", "");
+  // Two queues of 1024 and one transmit queue of 1024, a burst of 64 and a cache of 256: under the floor.
+  auto small = load(unsized);
+  ASSERT_TRUE(small) << small.message();
+  EXPECT_EQ(small->plan.pools[0].config.count, 8192u);
+  // Four queues keeping libxdp-sized rings posted, on two lcores: each descriptor, each lcore's
+  // burst and twice its cache (l3fwd's NB_MBUF with rawpipe's cache bound).
+  std::string deep = replace(unsized, "pmd = \"fake\"", "pmd = \"deepfake\"\nposts = true");
+  deep = replace(deep, "rx_queues = 2", "rx_queues = 4\ntx_queues = 2");
+  deep = replace(deep, "rx = [\"p0:0\", \"p0:1\"]\nburst = 64", "rx = [\"p0:0\", \"p0:1\"]\nburst = 64\n\n"
+                       "[[lcores]]\ncpu = 1\nrx = [\"p0:2\", \"p0:3\"]\nburst = 32");
+  auto big = load(deep);
+  ASSERT_TRUE(big) << big.message();
+  EXPECT_EQ(big->plan.pools[0].config.count, 4u * 2048 + 2u * 1024 + (64 + 2 * 256) + (32 + 2 * 256));
+  // A count given is kept, and checked against what the port keeps posted.
+  EXPECT_NE(error_of(replace(deep, "buf_size = 2048", "buf_size = 2048\ncount = 8000"))
+                .find("at 2048 the deepfake driver keeps 8192 buffers posted, more than pool 'rx' has (8000)"),
+            std::string::npos);
+  auto given = load(replace(deep, "buf_size = 2048", "buf_size = 2048\ncount = 9000"));
+  ASSERT_TRUE(given) << given.message();
+  EXPECT_EQ(given->plan.pools[0].config.count, 9000u);
+}
+
 TEST(ConfigLoader, Mlx5CyclicQueuesKeepTheirRingPostedStridingOnesDoNot) {
   if (!find_pmd("mlx5-model")) GTEST_SKIP() << "the mlx5 driver is not built into this library";
   const std::string text = R"([[pools]]

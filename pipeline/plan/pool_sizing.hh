@@ -1,0 +1,29 @@
+// The count a pool gets when its config leaves `count` out.
+//
+// A fixed default is wrong for some config whatever its value: four af_xdp queues at libxdp's
+// 2048 descriptors keep 8224 buffers posted, more than the 8192 a single queue leaves plenty of
+// room in. DPDK's sample applications size their mbuf pool from what will hold buffers instead
+// (l3fwd's NB_MBUF: every receive and transmit descriptor, a burst per lcore and port, each
+// lcore's mempool cache, and never fewer than 8192), and so does this, with what rawpipe's parts
+// hold: a port's receive descriptors (or, for a driver that says, what it keeps posted), its
+// transmit descriptors, and for each lcore polling the pool's ports a burst per port plus a full
+// private cache (PoolCache gives back only past twice its size). Endpoint rings are left out as
+// l3fwd leaves out its software queues: a consumer that falls behind is what they absorb, and a
+// pool sized for every slot of them would be gigabytes for a deep ring.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "rawpipe/plan.hh"
+
+namespace rawpipe {
+
+inline constexpr std::uint32_t kMinDefaultPoolCount = 8192;
+inline constexpr std::uint32_t kMaxPoolCount = 1u << 30;
+
+// Buffers plan.pools[pool] needs by the rule above, at least kMinDefaultPoolCount and at most
+// kMaxPoolCount. Ports and lcores must already be in the plan.
+std::uint32_t default_pool_count(const Plan& plan, std::size_t pool);
+
+}  // namespace rawpipe
