@@ -58,7 +58,8 @@ const KeyDoc kPoolDocs[] = {
     {"count", "integer", "64 to 1073741824", "what its ports and lcores hold, at least 8192",
      "packet buffers; allocated once at start, never grows. Left out: every receive and transmit descriptor of "
      "the ports on the pool (af_xdp: its fill rings), plus a burst per port and twice cache_size for each lcore "
-     "polling them, as DPDK's l3fwd sizes its mbuf pool"},
+     "polling them, as DPDK's l3fwd sizes its mbuf pool. Given: refused below what its ports keep posted, "
+     "warned about below that plus the lcores' share"},
     {"buf_size", "integer", "power of two, 512 to 65536", "2048", "bytes per buffer, header and headroom included"},
     {"headroom", "integer", "0 to 1024", "128", "bytes kept free in front of the packet data"},
     {"cache_size", "integer", "0 to 256", "256", "buffers each lcore keeps in its private cache"},
@@ -464,6 +465,21 @@ Result<LoadedConfig> load_config_string(std::string_view text, const std::string
   for (auto& s : lcores) (void)s.finish();
   Status status = root.finish();
   if (!status) return status;
+  for (std::size_t i = 0; i < plan.pools.size(); ++i) {
+    // A pool whose ports keep nearly all of it posted starts, then drops frames: a driver that
+    // replaces each received buffer before handing it on (mlx5, like DPDK's) finds none when the
+    // few left sit in another lcore's cache. Not refused: a deliberately short pool is how the
+    // pool-dry path is exercised.
+    const PoolDemand d = pool_demand(plan, i);
+    const std::uint64_t count = plan.pools[i].config.count;
+    if (d.kept == 0 || count < d.kept || count >= d.kept + d.lcores) continue;
+    const ConfigSection& s = pools[i];
+    out.warnings.push_back(fmt::format(
+        "{}:{}: {}: key 'count': {} buffers, and its ports keep {} posted: the {} left are fewer than the lcores "
+        "polling them hold in bursts and caches ({}), so a received frame can find no buffer to take its place and "
+        "be dropped as rx_nombuf; raise count to at least {}, or leave it out to have it sized",
+        s.file(), s.line_of("count"), s.label(), count, d.kept, count - d.kept, d.lcores, d.kept + d.lcores));
+  }
   for (const RuleWarning& w : find_rule_warnings(plan)) {
     const ConfigSection& s = endpoints[w.endpoint];
     out.warnings.push_back(fmt::format("{}:{}: {}: key 'match': {}", s.file(), s.line_of("match"), s.label(), w.message));

@@ -7,17 +7,17 @@
 
 namespace rawpipe {
 
-std::uint32_t default_pool_count(const Plan& plan, std::size_t pool) {
+PoolDemand pool_demand(const Plan& plan, std::size_t pool) {
   const PoolPlan& pp = plan.pools[pool];
+  PoolDemand d;
   std::vector<bool> on_pool(plan.ports.size(), false);
-  std::uint64_t need = 0;
   for (std::size_t i = 0; i < plan.ports.size(); ++i) {
     const PortPlan& p = plan.ports[i];
     if (p.pool != pp.config.name) continue;
     on_pool[i] = true;
-    const std::uint64_t descriptors = std::uint64_t(p.rx_queues) * p.rx_ring_size;
     const std::uint64_t kept = p.spec ? p.spec->buffers_kept(p.rx_queues, p.tx_queues, p.rx_ring_size) : 0;
-    need += std::max(descriptors, kept) + std::uint64_t(p.tx_queues) * p.tx_ring_size;
+    d.kept += kept;
+    d.descriptors += std::max(std::uint64_t(p.rx_queues) * p.rx_ring_size, kept) + std::uint64_t(p.tx_queues) * p.tx_ring_size;
   }
   for (const LcorePlan& l : plan.lcores) {
     std::vector<std::uint16_t> ports;
@@ -25,9 +25,14 @@ std::uint32_t default_pool_count(const Plan& plan, std::size_t pool) {
       if (q.port < on_pool.size() && on_pool[q.port] && std::find(ports.begin(), ports.end(), q.port) == ports.end())
         ports.push_back(q.port);
     if (ports.empty()) continue;
-    need += std::uint64_t(ports.size()) * l.burst + 2ull * pp.config.cache_size;
+    d.lcores += std::uint64_t(ports.size()) * l.burst + 2ull * pp.config.cache_size;
   }
-  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(need, kMinDefaultPoolCount, kMaxPoolCount));
+  return d;
+}
+
+std::uint32_t default_pool_count(const Plan& plan, std::size_t pool) {
+  const PoolDemand d = pool_demand(plan, pool);
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(d.descriptors + d.lcores, kMinDefaultPoolCount, kMaxPoolCount));
 }
 
 }  // namespace rawpipe

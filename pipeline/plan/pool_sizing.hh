@@ -1,7 +1,8 @@
-// The count a pool gets when its config leaves `count` out.
+// What a pool's ports and lcores hold of it, and the count a pool gets when its config leaves
+// `count` out.
 //
 // A fixed default is wrong for some config whatever its value: four af_xdp queues at libxdp's
-// 2048 descriptors keep 8224 buffers posted, more than the 8192 a single queue leaves plenty of
+// 2048 descriptors keep 8448 buffers posted, more than the 8192 a single queue leaves plenty of
 // room in. DPDK's sample applications size their mbuf pool from what will hold buffers instead
 // (l3fwd's NB_MBUF: every receive and transmit descriptor, a burst per lcore and port, each
 // lcore's mempool cache, and never fewer than 8192), and so does this, with what rawpipe's parts
@@ -22,8 +23,17 @@ namespace rawpipe {
 inline constexpr std::uint32_t kMinDefaultPoolCount = 8192;
 inline constexpr std::uint32_t kMaxPoolCount = 1u << 30;
 
-// Buffers plan.pools[pool] needs by the rule above, at least kMinDefaultPoolCount and at most
-// kMaxPoolCount. Ports and lcores must already be in the plan.
+struct PoolDemand {
+  std::uint64_t kept = 0;         // posted by the ports that say so (PortSpec::buffers_kept)
+  std::uint64_t descriptors = 0;  // every port's receive (or kept, when more) and transmit descriptors
+  std::uint64_t lcores = 0;       // bursts and private caches of the lcores polling the pool's ports
+};
+
+// What plan.pools[pool]'s ports and lcores hold, by the rule above. Ports and lcores must already
+// be in the plan.
+PoolDemand pool_demand(const Plan& plan, std::size_t pool);
+
+// descriptors + lcores, at least kMinDefaultPoolCount and at most kMaxPoolCount.
 std::uint32_t default_pool_count(const Plan& plan, std::size_t pool);
 
 }  // namespace rawpipe

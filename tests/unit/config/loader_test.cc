@@ -212,6 +212,25 @@ TEST(ConfigLoader, PoolWithoutACountHoldsWhatItsPortsAndLcoresDo) {
   EXPECT_EQ(given->plan.pools[0].config.count, 9000u);
 }
 
+TEST(ConfigLoader, PoolItsPortsKeepNearlyAllOfIsWarnedAbout) {
+  // Two queues of 2048 posted from a pool of 4096, one lcore with a burst of 64 and a cache of 256.
+  const std::string deep = replace(kValid, "pmd = \"fake\"", "pmd = \"deepfake\"\nposts = true");
+  auto full = load(deep);
+  ASSERT_TRUE(full) << full.message();
+  ASSERT_EQ(full->warnings.size(), 1u);
+  EXPECT_EQ(full->warnings[0],
+            "t.toml:10: pools[0] 'rx': key 'count': 4096 buffers, and its ports keep 4096 posted: the 0 left are fewer "
+            "than the lcores polling them hold in bursts and caches (576), so a received frame can find no buffer to "
+            "take its place and be dropped as rx_nombuf; raise count to at least 4672, or leave it out to have it sized");
+  auto enough = load(replace(deep, "count = 4096", "count = 4672"));
+  ASSERT_TRUE(enough) << enough.message();
+  EXPECT_TRUE(enough->warnings.empty());
+  // Ports that keep nothing posted take a buffer per frame received: nothing to warn about.
+  auto idle = load(replace(kValid, "count = 4096", "count = 64"));
+  ASSERT_TRUE(idle) << idle.message();
+  EXPECT_TRUE(idle->warnings.empty());
+}
+
 TEST(ConfigLoader, Mlx5CyclicQueuesKeepTheirRingPostedStridingOnesDoNot) {
   if (!find_pmd("mlx5-model")) GTEST_SKIP() << "the mlx5 driver is not built into this library";
   const std::string text = R"([[pools]]
