@@ -189,6 +189,20 @@ Status SteerProgram::find_maps(bpf_object* obj, SteerMode mode) {
   std::uint32_t key = 0, value = mode == SteerMode::kAll ? RAWPIPE_XDP_MODE_ALL : RAWPIPE_XDP_MODE_STEER;
   if (bpf_map_update_elem(cfg_fd_, &key, &value, BPF_ANY) != 0)
     return Status::errorf("cannot set the XDP program's mode: {}", std::strerror(errno));
+  quiesce_inner_fd_ = bpf_map_create(BPF_MAP_TYPE_ARRAY, "rawpipe_quiet_i", 4, 4, 1, nullptr);
+  LIBBPF_OPTS(bpf_map_create_opts, outer_opts, .inner_map_fd = static_cast<__u32>(quiesce_inner_fd_));
+  if (quiesce_inner_fd_ >= 0)
+    quiesce_outer_fd_ = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "rawpipe_quiet", 4, 4, 1, &outer_opts);
+  if (quiesce_outer_fd_ < 0)
+    return Status::errorf("cannot create the map through which steering updates wait for the XDP program: {}",
+                          std::strerror(errno));
+  return Status::ok();
+}
+
+Status SteerProgram::wait_for_running_programs() {
+  const std::uint32_t key = 0;
+  if (bpf_map_update_elem(quiesce_outer_fd_, &key, &quiesce_inner_fd_, BPF_ANY) != 0)
+    return Status::errorf("cannot wait for the XDP program's running passes: {}", std::strerror(errno));
   return Status::ok();
 }
 
@@ -225,6 +239,8 @@ SteerProgram::~SteerProgram() {
   // Closing the link detaches the program (nothing else holds the link: it is never pinned).
   if (link_fd_ >= 0) close(link_fd_);
   if (own_obj_) bpf_object__close(own_obj_);
+  if (quiesce_outer_fd_ >= 0) close(quiesce_outer_fd_);
+  if (quiesce_inner_fd_ >= 0) close(quiesce_inner_fd_);
 }
 
 namespace {
@@ -253,9 +269,9 @@ Status write_entries(int fd, const Entries<Key>& entries, unsigned& written) {
   return Status::ok();
 }
 
-// Deletes every entry of the trie that `keep` does not have.
+// The entries of the trie that `keep` does not have.
 template <typename Key>
-Status remove_others(int fd, const Entries<Key>& keep) {
+std::vector<Key> others(int fd, const Entries<Key>& keep) {
   std::vector<Key> stale;
   Key next{};
   bool first = true;
@@ -265,6 +281,11 @@ Status remove_others(int fd, const Entries<Key>& keep) {
     cur = next;
     if (!keep.count(key_bytes(next))) stale.push_back(next);
   }
+  return stale;
+}
+
+template <typename Key>
+Status remove(int fd, const std::vector<Key>& stale) {
   for (const Key& k : stale)
     if (bpf_map_delete_elem(fd, &k) != 0 && errno != ENOENT)
       return Status::errorf("cannot remove a steering entry: {}", std::strerror(errno));
@@ -276,7 +297,12 @@ Status remove_others(int fd, const Entries<Key>& keep) {
 // Make before break: the new rules' entries are written first (an entry both sets have is
 // overwritten in place, atomically for the program), and only then are the entries the new set
 // lacks removed. Traffic both sets steer is steered throughout; clearing first would hand it to
-// the kernel for the length of the update.
+// the kernel for the length of the update. Between the two the update waits for the program's
+// passes in flight: a pass looks in the port, proto and addr tries one after another, so one
+// that read the port trie before a rule moved into it from the addr trie, and the addr trie after
+// the old entry went, would find neither and pass a steered frame to the kernel (seen on veth
+// under AddressSanitizer's slower pace). The wait is one synchronize_rcu, milliseconds, and only
+// an update that removes something pays it.
 Result<unsigned> SteerProgram::set_rules(const SteeringRules& rules) {
   Entries<rawpipe_port_key> port_entries;
   Entries<rawpipe_proto_key> proto_entries;
@@ -334,9 +360,14 @@ Result<unsigned> SteerProgram::set_rules(const SteeringRules& rules) {
   RAWPIPE_TRY(write_entries(port_fd_, port_entries, written));
   RAWPIPE_TRY(write_entries(proto_fd_, proto_entries, written));
   RAWPIPE_TRY(write_entries(addr_fd_, addr_entries, written));
-  RAWPIPE_TRY(remove_others(port_fd_, port_entries));
-  RAWPIPE_TRY(remove_others(proto_fd_, proto_entries));
-  RAWPIPE_TRY(remove_others(addr_fd_, addr_entries));
+  const auto stale_ports = others(port_fd_, port_entries);
+  const auto stale_protos = others(proto_fd_, proto_entries);
+  const auto stale_addrs = others(addr_fd_, addr_entries);
+  if (stale_ports.empty() && stale_protos.empty() && stale_addrs.empty()) return written;
+  RAWPIPE_TRY(wait_for_running_programs());
+  RAWPIPE_TRY(remove(port_fd_, stale_ports));
+  RAWPIPE_TRY(remove(proto_fd_, stale_protos));
+  RAWPIPE_TRY(remove(addr_fd_, stale_addrs));
   return written;
 }
 

@@ -57,6 +57,8 @@ class SteerProgram {
  private:
   SteerProgram() = default;
   Status find_maps(struct bpf_object* obj, SteerMode mode);
+  // Returns once every run of the program that began before the call has finished.
+  Status wait_for_running_programs();
   struct bpf_object* own_obj_ = nullptr;
   int link_fd_ = -1;  // the bpf_link that keeps the program attached; -1 when loaded only
   int prog_fd_ = -1;
@@ -65,6 +67,11 @@ class SteerProgram {
   std::string path_;
   std::string removed_leftover_;
   int xsks_fd_ = -1, port_fd_ = -1, proto_fd_ = -1, addr_fd_ = -1, cfg_fd_ = -1, stats_fd_ = -1;
+  // A map of maps nothing reads: an update of it is the kernel's way for user space to wait for
+  // the BPF programs already running (the syscall ends with synchronize_rcu for map-in-map
+  // types, maybe_wait_bpf_programs in kernel/bpf/syscall.c). Made at load, while the process
+  // may still create maps; updating it later needs no privilege.
+  int quiesce_outer_fd_ = -1, quiesce_inner_fd_ = -1;
 };
 
 // libbpf/libxdp print through this while `capture` is alive; the text goes into error messages
