@@ -170,6 +170,10 @@ int run_command(const RunOptions& options) {
     log_error("{}", loaded.message());
     return 1;
   }
+  // What `rawpipe check` warns about, said where it happens too: a run started without a check
+  // would otherwise report the consequence (a shadowed rule's silence, frames lost as rx_nombuf)
+  // without its cause.
+  for (const std::string& w : loaded->warnings) log_warn("{}", w);
   // Before any port opens: a run that cannot write its summary should not start.
   if (!options.json_file.empty() && !json_stdout)
     if (const std::string problem = output_path_problem(options.json_file); !problem.empty()) {

@@ -57,6 +57,25 @@ std::vector<std::string> lines(const std::string& text) {
   return out;
 }
 
+TEST_F(RawpipeCli, RunSaysWhatCheckWarnsAbout) {
+  // The second endpoint's rule can never match: the first one's identical rule takes its packets.
+  const std::string cfg = write("shadowed.toml", "[[pools]]\nname = \"rx\"\ncount = 1024\n[[ports]]\nname = \"s0\"\n"
+                                                 "pmd = \"synth\"\n[[endpoints]]\nname = \"all\"\naction = \"sink\"\n"
+                                                 "match = [\"udp dst 239.1.1.1:5000\"]\n[[endpoints]]\nname = \"late\"\naction = \"sink\"\n"
+                                                 "match = [\"udp dst 239.1.1.1:5000\"]\n[[lcores]]\nrx = [\"s0:0\"]\n")
+                              .string();
+  const ProcessOutput check = run({"check", cfg});
+  ASSERT_EQ(check.status, 0) << check.err;
+  const std::string prefix = "rawpipe: warning: ";
+  const auto at = check.err.find(prefix);
+  ASSERT_NE(at, std::string::npos) << check.err;
+  const std::string warning = check.err.substr(at + prefix.size(), check.err.find('\n', at) - at - prefix.size());
+  EXPECT_NE(warning.find("shadowed.toml:"), std::string::npos) << warning;
+  const ProcessOutput r = run({"run", cfg, "--duration", "0.2"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find(warning), std::string::npos) << "check warned: " << warning << "\nrun said:\n" << r.err;
+}
+
 TEST_F(RawpipeCli, EveryExitStatusAsDocumented) {
   const std::string ok = (tmp_ / "ok.toml").string();
   const std::string bad = write("bad.toml", "[[pools]]\nname = \"rx\"\ncount = 3\n").string();
