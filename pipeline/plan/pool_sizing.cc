@@ -17,6 +17,7 @@ PoolDemand pool_demand(const Plan& plan, std::size_t pool) {
     on_pool[i] = true;
     const std::uint64_t kept = p.spec ? p.spec->buffers_kept(p.rx_queues, p.tx_queues, p.rx_ring_size) : 0;
     d.kept += kept;
+    if (kept != 0) d.keepers.push_back(i);
     d.descriptors += std::max(std::uint64_t(p.rx_queues) * p.rx_ring_size, kept) + std::uint64_t(p.tx_queues) * p.tx_ring_size;
   }
   for (const LcorePlan& l : plan.lcores) {

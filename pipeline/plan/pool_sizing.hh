@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "rawpipe/plan.hh"
 
@@ -25,6 +26,7 @@ inline constexpr std::uint32_t kMaxPoolCount = 1u << 30;
 
 struct PoolDemand {
   std::uint64_t kept = 0;         // posted by the ports that say so (PortSpec::buffers_kept)
+  std::vector<std::size_t> keepers;  // those ports, by index in plan.ports
   std::uint64_t descriptors = 0;  // every port's receive (or kept, when more) and transmit descriptors
   std::uint64_t lcores = 0;       // bursts and private caches of the lcores polling the pool's ports
 };

@@ -1,5 +1,7 @@
 #include "pipeline/plan/validate.hh"
 
+#include "pipeline/plan/pool_sizing.hh"
+
 #include <map>
 #include <set>
 #include <utility>
@@ -64,30 +66,21 @@ void check_pools(const Plan& plan, Problems& problems) {
 void check_buffers_kept(const Plan& plan, Problems& problems) {
   for (std::size_t pi = 0; pi < plan.pools.size(); ++pi) {
     const PoolPlan& pool = plan.pools[pi];
-    std::uint64_t kept = 0;
-    std::vector<std::size_t> keepers;
-    for (std::size_t i = 0; i < plan.ports.size(); ++i) {
-      const PortPlan& p = plan.ports[i];
-      if (p.pool != pool.config.name || !p.spec) continue;
-      const std::uint64_t k = p.spec->buffers_kept(p.rx_queues, p.tx_queues, p.rx_ring_size);
-      if (k == 0) continue;
-      kept += k;
-      keepers.push_back(i);
-    }
-    if (kept <= pool.config.count) continue;
-    if (keepers.size() == 1) {
-      const PortPlan& p = plan.ports[keepers[0]];
-      problems.add(PlanPart::kPort, keepers[0], "rx_ring_size",
+    const PoolDemand d = pool_demand(plan, pi);
+    if (d.kept <= pool.config.count) continue;
+    if (d.keepers.size() == 1) {
+      const PortPlan& p = plan.ports[d.keepers[0]];
+      problems.add(PlanPart::kPort, d.keepers[0], "rx_ring_size",
                    fmt::format("at {} the {} driver keeps {} buffers posted, more than pool '{}' has ({}); raise the "
                                "pool's count to at least {} or lower rx_ring_size",
-                               p.rx_ring_size, p.pmd, kept, pool.config.name, pool.config.count, kept));
+                               p.rx_ring_size, p.pmd, d.kept, pool.config.name, pool.config.count, d.kept));
     } else {
       std::string names;
-      for (std::size_t i : keepers) names += fmt::format("{}'{}'", names.empty() ? "" : ", ", plan.ports[i].name);
+      for (std::size_t i : d.keepers) names += fmt::format("{}'{}'", names.empty() ? "" : ", ", plan.ports[i].name);
       problems.add(PlanPart::kPool, pi, "count",
                    fmt::format("{} buffers, but ports {} keep {} posted between them; raise it to at least {} or "
                                "lower their rx_ring_size",
-                               pool.config.count, names, kept, kept));
+                               pool.config.count, names, d.kept, d.kept));
     }
   }
 }
