@@ -77,8 +77,8 @@ struct alignas(kCacheLine) RxQueue {
   Pool* pool = nullptr;
   const rdma::DoorbellSink* sink = nullptr;  // model only
 
-  // Replacement buffers allocated ahead so an empty poll costs nothing and a burst needs one
-  // pool call at most.
+  // Replacement buffers allocated ahead, at most one burst of them, so a burst needs one pool
+  // call at most.
   std::uint32_t stash_len = 0;
   Mbuf* stash[kMaxBurst];
 

@@ -62,15 +62,21 @@ RAWPIPE_ALWAYS_INLINE void fill(RxQueue& q, Mbuf* m, std::uint32_t len, std::uin
   }
 }
 
-void refill_stash(RxQueue& q) noexcept {
-  unsigned want = kMaxBurst - q.stash_len;
-  // All-or-nothing pool: retry smaller so a nearly empty pool still yields what it has.
-  while (want >= 8) {
-    if (q.pool->alloc_bulk(&q.stash[q.stash_len], want)) {
-      q.stash_len += want;
-      return;
+// Tops the stash up to the burst being asked for, no further. A queue that stashed more would
+// hold spare buffers its neighbours on the same pool need: with many queues a pool sized for its
+// rings plus a burst per queue (pool_demand) ran dry while stashes sat full. DPDK's mlx5_rx_burst
+// holds nothing per queue either; it takes each replacement from the mempool as it goes.
+void refill_stash(RxQueue& q, unsigned burst) noexcept {
+  unsigned want = std::min(burst, kMaxBurst) - q.stash_len;
+  // All-or-nothing pool: retry in smaller blocks so a nearly empty pool still yields all it has.
+  for (unsigned block = want; want != 0 && block != 0;) {
+    block = std::min(block, want);
+    if (q.pool->alloc_bulk(&q.stash[q.stash_len], block)) {
+      q.stash_len += block;
+      want -= block;
+    } else {
+      block /= 2;
     }
-    want /= 2;
   }
 }
 
@@ -202,7 +208,7 @@ std::uint16_t rx_burst_cyclic(void* queue, Mbuf** pkts, std::uint16_t n) noexcep
     rx_reset<Db>(q, RxMode::kCyclic);
     if (q.needs_reset) return 0;
   }
-  if (q.stash_len < n) refill_stash(q);
+  if (q.stash_len < n) refill_stash(q, n);
   const std::uint32_t rq_mask = q.rq.wqe_cnt - 1;
   std::uint32_t ci = q.cq_ci;
   std::uint32_t rq_ci = q.rq_ci;
@@ -300,7 +306,7 @@ std::uint16_t rx_burst_striding(void* queue, Mbuf** pkts, std::uint16_t n) noexc
     rx_reset<Db>(q, RxMode::kStriding);
     if (q.needs_reset) return 0;
   }
-  if (q.stash_len < n) refill_stash(q);
+  if (q.stash_len < n) refill_stash(q, n);
   const std::uint32_t rq_mask = q.rq.wqe_cnt - 1;
   const std::size_t wqe_bytes = std::size_t(q.stride_size) * q.strides_per_wqe;
   std::uint32_t ci = q.cq_ci;

@@ -100,6 +100,43 @@ TEST(Mlx5Rx, ChecksumsAreGoodOrNotVerifiedNeverBad) {
   mbuf_free_bulk(pkts, 2);
 }
 
+// Each received frame's RQ slot gets a replacement before the frame is handed on, from buffers
+// the queue takes ahead. It may take one burst's worth, no more: the pool's other queues need the
+// rest (a pool is sized for its rings plus a burst per queue), and DPDK's mlx5_rx_burst holds none.
+TEST(Mlx5Rx, AQueueTakesAheadNoMoreThanTheBurstAskedFor) {
+  Harness h(256 + 64);
+  h.make_rx(RqOptions{.wqe_cnt = 256, .cqe_cnt = 256});
+  ASSERT_EQ(h.pool->available(), 64u);
+  Mbuf* pkts[32];
+  ASSERT_EQ(h.rx_burst(pkts, 32), 0);
+  EXPECT_EQ(h.pool->available(), 32u) << "an empty poll of 32 readies 32 replacements and leaves the rest";
+  for (std::uint32_t i = 0; i < 10; ++i) ASSERT_EQ(h.dev.receive(seq_frame(i)), model::Device::Rx::kDelivered);
+  ASSERT_EQ(h.rx_burst(pkts, 32), 10);
+  mbuf_free_bulk(pkts, 10);
+  EXPECT_EQ(h.pool->available(), 42u);
+  ASSERT_EQ(h.rx_burst(pkts, 8), 0);
+  EXPECT_EQ(h.pool->available(), 42u) << "a smaller burst takes nothing while 22 are ready";
+  ASSERT_EQ(h.rx_burst(pkts, 32), 0);
+  EXPECT_EQ(h.pool->available(), 32u) << "the next burst of 32 tops the 22 up to 32";
+}
+
+// A pool with fewer spare buffers than a burst still gives the queue every one of them.
+TEST(Mlx5Rx, ANearlyEmptyPoolLendsEveryBufferItHas) {
+  Harness h(256 + 5);
+  h.make_rx(RqOptions{.wqe_cnt = 256, .cqe_cnt = 256});
+  for (std::uint32_t i = 0; i < 5; ++i) ASSERT_EQ(h.dev.receive(seq_frame(i)), model::Device::Rx::kDelivered);
+  Mbuf* pkts[32];
+  ASSERT_EQ(h.rx_burst(pkts, 32), 5);
+  EXPECT_EQ(h.rxq->stats.rx_nombuf, 0u);
+  for (std::uint32_t i = 0; i < 5; ++i) EXPECT_EQ(seq_of(pkts[i]), i);
+  mbuf_free_bulk(pkts, 5);
+  ASSERT_EQ(h.dev.receive(seq_frame(5)), model::Device::Rx::kDelivered);
+  ASSERT_EQ(h.rx_burst(pkts, 32), 1);
+  mbuf_free_bulk(pkts, 1);
+  h.release();
+  EXPECT_EQ(h.pool->available(), h.pool->count());
+}
+
 TEST(Mlx5Rx, TinyRingsWrapEveryCounter) {
   // 70000 WQEs through an 8-entry RQ and CQ: the 16-bit WQE counter and the CQ parity wrap many
   // times (the 24-bit CQ index wraps after 2^24; see CqIndexWrapsAt24Bits).
