@@ -57,8 +57,8 @@ const KeyDoc kPoolDocs[] = {
     {"name", "string", "non-empty", "required", "name ports refer to (`pool = ...`)"},
     {"count", "integer", "64 to 1073741824", "what its ports and lcores hold, at least 8192",
      "packet buffers; allocated once at start, never grows. Left out: every receive and transmit descriptor of "
-     "the ports on the pool (af_xdp: its fill rings), plus a burst per port and twice cache_size for each lcore "
-     "polling them, as DPDK's l3fwd sizes its mbuf pool. Given: refused below what its ports keep posted, "
+     "the ports on the pool (af_xdp: its fill rings), plus, for each lcore polling them, a burst per queue it "
+     "polls and twice cache_size, as DPDK's l3fwd sizes its mbuf pool. Given: refused below what its ports keep posted, "
      "warned about below that plus the lcores' share"},
     {"buf_size", "integer", "power of two, 512 to 65536", "2048", "bytes per buffer, header and headroom included"},
     {"headroom", "integer", "0 to 1024", "128", "bytes kept free in front of the packet data"},

@@ -21,12 +21,11 @@ PoolDemand pool_demand(const Plan& plan, std::size_t pool) {
     d.descriptors += std::max(std::uint64_t(p.rx_queues) * p.rx_ring_size, kept) + std::uint64_t(p.tx_queues) * p.tx_ring_size;
   }
   for (const LcorePlan& l : plan.lcores) {
-    std::vector<std::uint16_t> ports;
-    for (const LcorePlan::RxQueue& q : l.rx)
-      if (q.port < on_pool.size() && on_pool[q.port] && std::find(ports.begin(), ports.end(), q.port) == ports.end())
-        ports.push_back(q.port);
-    if (ports.empty()) continue;
-    d.lcores += std::uint64_t(ports.size()) * l.burst + 2ull * pp.config.cache_size;
+    const auto queues = std::count_if(l.rx.begin(), l.rx.end(), [&](const LcorePlan::RxQueue& q) {
+      return q.port < on_pool.size() && on_pool[q.port];
+    });
+    if (queues == 0) continue;
+    d.lcores += std::uint64_t(queues) * l.burst + 2ull * pp.config.cache_size;
   }
   return d;
 }

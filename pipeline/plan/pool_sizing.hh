@@ -7,8 +7,10 @@
 // (l3fwd's NB_MBUF: every receive and transmit descriptor, a burst per lcore and port, each
 // lcore's mempool cache, and never fewer than 8192), and so does this, with what rawpipe's parts
 // hold: a port's receive descriptors (or, for a driver that says, what it keeps posted), its
-// transmit descriptors, and for each lcore polling the pool's ports a burst per port plus a full
-// private cache (PoolCache gives back only past twice its size). Endpoint rings are left out as
+// transmit descriptors, and for each lcore polling the pool's ports a burst per queue it polls
+// plus a full private cache (PoolCache gives back only past twice its size). An l3fwd lcore polls
+// one queue per port, so its burst per port is one per queue; a burst per queue is also what a
+// driver may hold ready between polls (mlx5's replacement stash). Endpoint rings are left out as
 // l3fwd leaves out its software queues: a consumer that falls behind is what they absorb, and a
 // pool sized for every slot of them would be gigabytes for a deep ring.
 #pragma once

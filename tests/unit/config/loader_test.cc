@@ -194,15 +194,15 @@ TEST(ConfigLoader, PoolWithoutACountHoldsWhatItsPortsAndLcoresDo) {
   auto small = load(unsized);
   ASSERT_TRUE(small) << small.message();
   EXPECT_EQ(small->plan.pools[0].config.count, 8192u);
-  // Four queues keeping libxdp-sized rings posted, on two lcores: each descriptor, each lcore's
-  // burst and twice its cache (l3fwd's NB_MBUF with rawpipe's cache bound).
+  // Four queues keeping libxdp-sized rings posted, on two lcores: each descriptor, a burst per
+  // queue each lcore polls and twice its cache (l3fwd's NB_MBUF with rawpipe's cache bound).
   std::string deep = replace(unsized, "pmd = \"fake\"", "pmd = \"deepfake\"\nposts = true");
   deep = replace(deep, "rx_queues = 2", "rx_queues = 4\ntx_queues = 2");
   deep = replace(deep, "rx = [\"p0:0\", \"p0:1\"]\nburst = 64", "rx = [\"p0:0\", \"p0:1\"]\nburst = 64\n\n"
                        "[[lcores]]\ncpu = 1\nrx = [\"p0:2\", \"p0:3\"]\nburst = 32");
   auto big = load(deep);
   ASSERT_TRUE(big) << big.message();
-  EXPECT_EQ(big->plan.pools[0].config.count, 4u * 2048 + 2u * 1024 + (64 + 2 * 256) + (32 + 2 * 256));
+  EXPECT_EQ(big->plan.pools[0].config.count, 4u * 2048 + 2u * 1024 + (2 * 64 + 2 * 256) + (2 * 32 + 2 * 256));
   // A count given is kept, and checked against what the port keeps posted.
   EXPECT_NE(error_of(replace(deep, "buf_size = 2048", "buf_size = 2048\ncount = 8000"))
                 .find("at 2048 the deepfake driver keeps 8192 buffers posted, more than pool 'rx' has (8000)"),
@@ -213,16 +213,16 @@ TEST(ConfigLoader, PoolWithoutACountHoldsWhatItsPortsAndLcoresDo) {
 }
 
 TEST(ConfigLoader, PoolItsPortsKeepNearlyAllOfIsWarnedAbout) {
-  // Two queues of 2048 posted from a pool of 4096, one lcore with a burst of 64 and a cache of 256.
+  // Two queues of 2048 posted from a pool of 4096, one lcore polling both with a burst of 64 and a cache of 256.
   const std::string deep = replace(kValid, "pmd = \"fake\"", "pmd = \"deepfake\"\nposts = true");
   auto full = load(deep);
   ASSERT_TRUE(full) << full.message();
   ASSERT_EQ(full->warnings.size(), 1u);
   EXPECT_EQ(full->warnings[0],
             "t.toml:10: pools[0] 'rx': key 'count': 4096 buffers, and its ports keep 4096 posted: the 0 left are fewer "
-            "than the lcores polling them hold in bursts and caches (576), so a received frame can find no buffer to "
-            "take its place and be dropped as rx_nombuf; raise count to at least 4672, or leave it out to have it sized");
-  auto enough = load(replace(deep, "count = 4096", "count = 4672"));
+            "than the lcores polling them hold in bursts and caches (640), so a received frame can find no buffer to "
+            "take its place and be dropped as rx_nombuf; raise count to at least 4736, or leave it out to have it sized");
+  auto enough = load(replace(deep, "count = 4096", "count = 4736"));
   ASSERT_TRUE(enough) << enough.message();
   EXPECT_TRUE(enough->warnings.empty());
   // Ports that keep nothing posted take a buffer per frame received: nothing to warn about.
