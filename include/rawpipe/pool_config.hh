@@ -20,9 +20,13 @@ struct PoolMemoryProvider {
   void* ctx = nullptr;
 };
 
+// A pool of a Plan whose count is this is sized from what its ports and lcores hold, as a
+// [[pools]] table without `count` is (at least 8192; docs/config.md, `count`).
+inline constexpr std::uint32_t kPoolSizedFromPlan = 0;
+
 struct PoolConfig {
   std::string name = "default";
-  std::uint32_t count = 8192;         // slots
+  std::uint32_t count = kPoolSizedFromPlan;  // slots; a pool made outside a Plan needs a count
   std::uint32_t buf_size = 2048;      // bytes per slot, header included; a power of two for AF_XDP
   std::uint32_t headroom = RAWPIPE_HEADROOM;  // the build's default (meson option headroom)
   std::uint32_t cache_size = 256;     // per attached thread; 0 disables caches

@@ -140,17 +140,15 @@ std::string read_name(ConfigSection& s, std::string_view kind, std::size_t index
   return name;
 }
 
-// `sized_from_plan[i]`: pools[i] left `count` out, so it is sized once ports and lcores are read.
-void load_pools(ConfigSection& root, Plan& plan, std::vector<ConfigSection>& sections,
-                std::vector<bool>& sized_from_plan) {
+// A pool that leaves `count` out keeps kPoolSizedFromPlan until ports and lcores are read.
+void load_pools(ConfigSection& root, Plan& plan, std::vector<ConfigSection>& sections) {
   sections = root.table_array("pools");
   for (std::size_t i = 0; i < sections.size(); ++i) {
     ConfigSection& s = sections[i];
     s.declare(kPoolKeys);
     PoolPlan p;
     p.config.name = read_name(s, "pools", i);
-    sized_from_plan.push_back(!s.has("count"));
-    p.config.count = static_cast<std::uint32_t>(s.integer("count", 64, kMaxPoolCount, kMinDefaultPoolCount));
+    if (s.has("count")) p.config.count = static_cast<std::uint32_t>(s.integer("count", 64, kMaxPoolCount, 0));
     std::int64_t buf_size = s.integer("buf_size", 512, 65536, 2048);
     if (!is_power_of_two(static_cast<std::uint64_t>(buf_size)))
       s.fail("buf_size", fmt::format("expected a power of two from 512 to 65536, got {}", buf_size));
@@ -438,16 +436,14 @@ Result<LoadedConfig> load_config_string(std::string_view text, const std::string
   std::set<std::string, std::less<>> all_port_names;
   std::vector<bool> port_has_driver;
   std::vector<std::size_t> section_of_port;
-  std::vector<bool> pool_sized_from_plan;
-  load_pools(root, plan, pools, pool_sized_from_plan);
+  load_pools(root, plan, pools);
   load_ports(root, plan, options, ports, all_port_names, port_has_driver, section_of_port);
   load_endpoints(root, plan, endpoints, all_port_names);
   std::optional<ConfigSection> run;
   load_run(root, plan, out.app, cpus, run);
   load_metrics_section(root, plan);
   load_lcores(root, plan, lcores, all_port_names);
-  for (std::size_t i = 0; i < plan.pools.size(); ++i)
-    if (pool_sized_from_plan[i]) plan.pools[i].config.count = default_pool_count(plan, i);
+  size_pools_from_plan(plan);
   load_filters(root, plan);
   load_taps(root, plan);
   // The plan is validated once every element read cleanly: an element that failed to read is not

@@ -15,6 +15,7 @@
 #include "pipeline/filter/plugin.hh"
 #include "pipeline/lcore/lcore.hh"
 #include "pipeline/neigh/stage.hh"
+#include "pipeline/plan/pool_sizing.hh"
 #include "pipeline/buf/pool.hh"
 #include "pipeline/capture/tap.hh"
 #include "pipeline/port/port.hh"
@@ -53,6 +54,9 @@ Pipeline::~Pipeline() {
 
 Result<std::unique_ptr<Pipeline>> Pipeline::create(const Plan& plan) {
   std::unique_ptr<Pipeline> p(new Pipeline(plan));
+  // A plan built in code gets the pools a config would: sized from its ports and lcores where it
+  // left the count at kPoolSizedFromPlan.
+  size_pools_from_plan(p->plan_);
   // Plans built in code have no file: the refusal names the program instead.
   std::string owner = plan.source;
   if (owner.empty()) {

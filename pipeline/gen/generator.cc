@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "pipeline/buf/pool.hh"
+#include "pipeline/plan/pool_sizing.hh"
 #include "pipeline/port/driver.hh"
 #include "pipeline/port/port.hh"
 #include "rawpipe/instance_lock.hh"
@@ -193,9 +194,11 @@ Result<std::unique_ptr<TrafficGenerator>> TrafficGenerator::create(const Plan& p
   auto pool_of = [&](const PortPlan& pp) -> Result<Pool*> {
     for (auto& pl : impl->pools)
       if (pl->name() == pp.pool) return pl.get();
-    for (const PoolPlan& ppl : plan.pools)
-      if (ppl.config.name == pp.pool) {
-        auto pool = Pool::create(ppl.config);
+    for (std::size_t i = 0; i < plan.pools.size(); ++i)
+      if (const PoolPlan& ppl = plan.pools[i]; ppl.config.name == pp.pool) {
+        PoolConfig config = ppl.config;
+        config.count = pool_count(plan, i);
+        auto pool = Pool::create(config);
         if (!pool) return Status::errorf("{}{}", where(ppl.where), pool.message());
         impl->pools.push_back(std::move(pool).value());
         return impl->pools.back().get();

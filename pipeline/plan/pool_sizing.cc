@@ -35,4 +35,13 @@ std::uint32_t default_pool_count(const Plan& plan, std::size_t pool) {
   return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(d.descriptors + d.lcores, kMinDefaultPoolCount, kMaxPoolCount));
 }
 
+std::uint32_t pool_count(const Plan& plan, std::size_t pool) {
+  const std::uint32_t count = plan.pools[pool].config.count;
+  return count == kPoolSizedFromPlan ? default_pool_count(plan, pool) : count;
+}
+
+void size_pools_from_plan(Plan& plan) {
+  for (std::size_t i = 0; i < plan.pools.size(); ++i) plan.pools[i].config.count = pool_count(plan, i);
+}
+
 }  // namespace rawpipe

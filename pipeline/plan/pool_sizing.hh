@@ -40,4 +40,11 @@ PoolDemand pool_demand(const Plan& plan, std::size_t pool);
 // descriptors + lcores, at least kMinDefaultPoolCount and at most kMaxPoolCount.
 std::uint32_t default_pool_count(const Plan& plan, std::size_t pool);
 
+// plan.pools[pool]'s count, or default_pool_count when it is kPoolSizedFromPlan.
+std::uint32_t pool_count(const Plan& plan, std::size_t pool);
+
+// Gives every pool whose count is kPoolSizedFromPlan its default_pool_count: the config loader
+// once ports and lcores are read, Pipeline::create for a plan built in code.
+void size_pools_from_plan(Plan& plan);
+
 }  // namespace rawpipe

@@ -67,20 +67,21 @@ void check_buffers_kept(const Plan& plan, Problems& problems) {
   for (std::size_t pi = 0; pi < plan.pools.size(); ++pi) {
     const PoolPlan& pool = plan.pools[pi];
     const PoolDemand d = pool_demand(plan, pi);
-    if (d.kept <= pool.config.count) continue;
+    const std::uint32_t count = pool_count(plan, pi);
+    if (d.kept <= count) continue;
     if (d.keepers.size() == 1) {
       const PortPlan& p = plan.ports[d.keepers[0]];
       problems.add(PlanPart::kPort, d.keepers[0], "rx_ring_size",
                    fmt::format("at {} the {} driver keeps {} buffers posted, more than pool '{}' has ({}); raise the "
                                "pool's count to at least {} or lower rx_ring_size",
-                               p.rx_ring_size, p.pmd, d.kept, pool.config.name, pool.config.count, d.kept));
+                               p.rx_ring_size, p.pmd, d.kept, pool.config.name, count, d.kept));
     } else {
       std::string names;
       for (std::size_t i : d.keepers) names += fmt::format("{}'{}'", names.empty() ? "" : ", ", plan.ports[i].name);
       problems.add(PlanPart::kPool, pi, "count",
                    fmt::format("{} buffers, but ports {} keep {} posted between them; raise it to at least {} or "
                                "lower their rx_ring_size",
-                               pool.config.count, names, d.kept, d.kept));
+                               count, names, d.kept, d.kept));
     }
   }
 }

@@ -328,6 +328,25 @@ TEST(Pipeline, ReleasedPacketsGoBackThroughTheirLcoresAndEveryBufferReturns) {
   EXPECT_TRUE(a.balanced());
 }
 
+// A plan built in code that leaves a pool's count alone gets what a config without `count` gets
+// (pipeline/plan/pool_sizing.hh), not a fixed 8192 its deep rings would not fit in.
+TEST(Pipeline, APlanBuiltInCodeSizesAPoolItLeftUncounted) {
+  PlanBuilder b;
+  b.port("p0", TestPortConfig{}, 2).endpoint("s", EndpointAction::kSink, {"udp"}).lcore({{0, 0}, {0, 1}});
+  b.plan.pools[0].config = PoolConfig{.name = "rx", .huge_pages = HugePages::kNever};
+  b.plan.ports[0].rx_ring_size = 4096;
+  auto p = Pipeline::create(b.plan);
+  ASSERT_TRUE(p) << p.message();
+  // Two receive rings of 4096 and a transmit ring of 1024, a burst of 32 per polled queue and
+  // twice the cache of 256.
+  EXPECT_EQ(p.value()->accounting().pools[0].count, 2u * 4096 + 1024 + 2 * 32 + 2 * 256);
+  // A count the plan gives is kept.
+  b.plan.pools[0].config.count = 600;
+  auto given = Pipeline::create(b.plan);
+  ASSERT_TRUE(given) << given.message();
+  EXPECT_EQ(given.value()->accounting().pools[0].count, 600u);
+}
+
 // Packets released in order go back through the endpoint ring's own slots; every other pattern
 // must still return each buffer once and keep the ring moving: a burst released backwards, one
 // freed with mbuf_free_bulk instead of released, and a packet held over into the next receive.
