@@ -7,6 +7,8 @@
 #include <cstring>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "pipeline/buf/pool.hh"
 #include "pipeline/classify/rule.hh"
 #include "pipeline/config/section.hh"
@@ -14,6 +16,8 @@
 #include "pmd/mlx5/probe.hh"
 #include "pipeline/port/registry.hh"
 #include "pipeline/port/driver.hh"
+#include "rawpipe/config.hh"
+#include "rawpipe/pipeline.hh"
 
 namespace rawpipe {
 namespace {
@@ -242,6 +246,60 @@ TEST(Mlx5ModelPort, ConfigErrorsNameTheKey) {
   auto missing = parse("mlx5", "cqe_compression = true\n");
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.message().find("interface"), std::string::npos) << missing.message();
+}
+
+// Sixteen queues on one lcore from a pool the config leaves unsized: it holds the rings, a burst
+// per queue and the lcore's cache (pipeline/plan/pool_sizing.hh), and with every received buffer
+// replaced before it is handed on, that must be enough to lose nothing. When each queue took up
+// to 256 replacements ahead, the queues' stashes held more than the spare buffers and frames were
+// dropped as rx_nombuf.
+TEST(Mlx5ModelPort, ManyQueuesOnAnUnsizedPoolLoseNothing) {
+  constexpr std::uint64_t kFrames = 2000000;
+  std::string text = R"([[pools]]
+name = "rx"
+huge_pages = "never"
+
+[[ports]]
+name = "m"
+pmd = "mlx5-model"
+rx_queues = 16
+tx_queues = 0
+inject_count = 2000000
+inject_flows = 1024
+inject_dst = "10.0.0.2:5000"
+
+[[endpoints]]
+name = "s"
+action = "sink"
+match = ["udp dst 10.0.0.2:5000"]
+
+[[lcores]]
+rx = [)";
+  for (int q = 0; q < 16; ++q) text += fmt::format("{}\"m:{}\"", q ? ", " : "", q);
+  text += "]\n";
+  LoadOptions o;
+  o.find_pmd = &find_pmd;
+  auto loaded = load_config_string(text, "many_queues.toml", o);
+  ASSERT_TRUE(loaded) << loaded.message();
+  EXPECT_EQ(loaded->plan.pools[0].config.count, 16u * 1024 + 16 * 32 + 2 * 256);
+  auto created = Pipeline::create(loaded->plan);
+  ASSERT_TRUE(created) << created.message();
+  Pipeline& p = *created.value();
+  ASSERT_TRUE(p.start());
+  auto nombuf = [&] {
+    std::uint64_t n = 0;
+    for (const QueueCounters& q : p.port(0).stats().rx_queues) n += q.rx_nombuf;
+    return n;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (p.accounting().rx_packets + nombuf() < kFrames && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(p.stop());
+  const Accounting a = p.accounting();
+  EXPECT_EQ(nombuf(), 0u);
+  EXPECT_EQ(a.rx_packets, kFrames);
+  EXPECT_EQ(a.delivered, kFrames);
+  for (const PoolUsage& u : a.pools) EXPECT_EQ(u.outstanding, 0u) << u.name;
 }
 
 TEST(Mlx5Port, NoConnectXHereSaysWhatIsMissing) {
