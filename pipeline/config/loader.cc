@@ -499,12 +499,15 @@ Result<LoadedConfig> load_config(const std::string& file, const LoadOptions& opt
 
 std::string describe_plan(const Plan& plan) {
   std::string out = fmt::format("config {}\n", plan.source);
-  for (const auto& p : plan.pools)
+  for (std::size_t i = 0; i < plan.pools.size(); ++i) {
+    const PoolPlan& p = plan.pools[i];
+    // A plan built in code may not be sized yet: show the count Pipeline::create would give it.
     out += fmt::format("  pool {:<12} {} buffers of {} bytes ({} headroom, cache {}), huge pages {}\n",
-                       p.config.name, p.config.count, p.config.buf_size, p.config.headroom, p.config.cache_size,
+                       p.config.name, pool_count(plan, i), p.config.buf_size, p.config.headroom, p.config.cache_size,
                        p.config.huge_pages == HugePages::kRequire ? "required"
                        : p.config.huge_pages == HugePages::kNever ? "never"
                                                                   : "if available");
+  }
   for (const auto& p : plan.ports)
     out += fmt::format("  port {:<12} pmd {}, pool {}, {} rx queue{} x {}, {} tx queue{} x {}\n", p.name, p.pmd,
                        p.pool, p.rx_queues, p.rx_queues == 1 ? "" : "s", p.rx_ring_size, p.tx_queues,

@@ -78,7 +78,7 @@ struct alignas(kCacheLine) RxQueue {
   const rdma::DoorbellSink* sink = nullptr;  // model only
 
   // Replacement buffers allocated ahead, at most one burst of them, so a burst needs one pool
-  // call at most.
+  // call while the pool has a burst free.
   std::uint32_t stash_len = 0;
   Mbuf* stash[kMaxBurst];
 

@@ -15,6 +15,7 @@
 #include "pipeline/dispatch/membarrier.hh"
 #include "pipeline/dispatch/wake.hh"
 #include "pipeline/neigh/stage.hh"
+#include "rawpipe/config.hh"
 #include "rawpipe/endpoint_wait.hh"
 #include "pipeline/wire/wire.hh"
 #include "tests/support/test_port.hh"
@@ -335,11 +336,14 @@ TEST(Pipeline, APlanBuiltInCodeSizesAPoolItLeftUncounted) {
   b.port("p0", TestPortConfig{}, 2).endpoint("s", EndpointAction::kSink, {"udp"}).lcore({{0, 0}, {0, 1}});
   b.plan.pools[0].config = PoolConfig{.name = "rx", .huge_pages = HugePages::kNever};
   b.plan.ports[0].rx_ring_size = 4096;
-  auto p = Pipeline::create(b.plan);
-  ASSERT_TRUE(p) << p.message();
   // Two receive rings of 4096 and a transmit ring of 1024, a burst of 32 per polled queue and
   // twice the cache of 256.
-  EXPECT_EQ(p.value()->accounting().pools[0].count, 2u * 4096 + 1024 + 2 * 32 + 2 * 256);
+  constexpr std::uint32_t kSized = 2u * 4096 + 1024 + 2 * 32 + 2 * 256;
+  EXPECT_NE(describe_plan(b.plan).find(fmt::format("pool rx           {} buffers", kSized)), std::string::npos)
+      << describe_plan(b.plan);
+  auto p = Pipeline::create(b.plan);
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_EQ(p.value()->accounting().pools[0].count, kSized);
   // A count the plan gives is kept.
   b.plan.pools[0].config.count = 600;
   auto given = Pipeline::create(b.plan);
