@@ -257,6 +257,10 @@ class Mlx5Port final : public Port {
     s.extended["rx_hw_drops"] = hw_drops;
     // The CQE's drop counter: frames the NIC dropped because the RQ had no posted WQE.
     s.losses["nic_out_of_buffer"] = hw_drops;
+    // Between an error CQE and the end of the queue's reset the RQ is in the error state, and the
+    // NIC drops what arrives for it; no CQE counts those frames and this driver reads no counter
+    // that does, so after a reset the loss is reported as unknown rather than as nothing.
+    if (rx_resets) s.losses["rx_queue_error_state"] = std::nullopt;
     s.extended["rx_wqe_id_mismatch"] = mismatch;
     s.extended["tx_dummy_sends"] = dummies;
     s.extended["tx_runts"] = runts;
