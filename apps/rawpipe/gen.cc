@@ -129,15 +129,28 @@ int gen_command(const GenOptions& options) {
     fmt::print("  note: sent {:.1f}% of the asked {:.0f} pps: the sending thread did not get its CPU often enough "
                "(another busy thread on cpu {}?) or the transmit queue was full; quote the sent rate, not the asked "
                "one\n", 100 * pps / go.rate_pps, go.rate_pps, go.cpu);
+  // What the source port lost before the thread took it (a receive port as the source: its kernel
+  // ring, NIC or pool ran short) is part of the verdict, as in `rawpipe run`: never a bare OK.
+  const PortLosses source_losses = lost_before_pipeline(gen->source_stats());
+  const LossTotals lost = loss_totals(source_losses);
+  if (!lost.lossless()) fmt::print("  port {} lost before gen took them: {}\n", src, loss_reasons(source_losses));
   const bool balanced = c.generated == c.sent + c.refused && c.outstanding == 0;
-  fmt::print("  {}: generated {} {} sent {} + refused {}; {} buffer(s) outstanding\n", balanced ? "OK" : "FAILED",
-             c.generated, c.generated == c.sent + c.refused ? "==" : "!=", c.sent, c.refused, c.outstanding);
+  fmt::print("  {}: generated {} {} sent {} + refused {}; {} buffer(s) outstanding{}\n",
+             !balanced ? "FAILED" : lost.lossless() ? "OK" : "LOSSY", c.generated,
+             c.generated == c.sent + c.refused ? "==" : "!=", c.sent, c.refused, c.outstanding,
+             lost.lossless() ? "" : fmt::format("; {} frame(s) lost at the source before gen took them{}", lost.frames,
+                                                lost.unknown.empty() ? "" : " and counters that could not be read"));
   if (rc == 0 && !balanced) rc = 2;
+  if (rc == 0 && loaded->app.fail_on_loss && !lost.lossless()) rc = 3;
   if (!options.json_file.empty()) {
     nlohmann::json j = {{"config", options.config}, {"generated", c.generated}, {"sent", c.sent},
                         {"sent_bytes", c.sent_bytes}, {"refused", c.refused}, {"outstanding", c.outstanding},
                         {"window_seconds", secs}, {"sent_mpps", pps / 1e6}, {"sent_gbps", bps * 8 / 1e9},
-                        {"rate_pps", go.rate_pps}, {"count", go.count}, {"ok", balanced}};
+                        {"rate_pps", go.rate_pps}, {"count", go.count}, {"ok", balanced},
+                        {"lossless", lost.lossless()}, {"lost_at_source", lost.frames}};
+    nlohmann::json& by_reason = j["source_losses"] = nlohmann::json::object();
+    for (const auto& [reason, n] : source_losses)
+      by_reason[reason] = n ? nlohmann::json(*n) : nlohmann::json(nullptr);
     std::ofstream out(options.json_file, std::ios::trunc);
     out << j.dump(2) << "\n";
     out.close();

@@ -36,9 +36,6 @@ std::uint64_t RunSummary::lost_before_pipeline() const {
   return n;
 }
 
-namespace {
-
-// "kernel_ring_full 1234, interface_missed 0" for the reasons that lost something or are unknown.
 std::string loss_reasons(const PortLosses& losses) {
   std::string out;
   for (const auto& [reason, n] : losses) {
@@ -47,8 +44,6 @@ std::string loss_reasons(const PortLosses& losses) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string format_summary(const RunSummary& s) {
   const Accounting& a = s.accounting;

@@ -49,6 +49,9 @@ struct RunSummary {
 std::string format_summary(const RunSummary& s);
 nlohmann::json summary_json(const RunSummary& s);
 
+// "kernel_ring_full 1234, rx_nombuf unknown": the reasons that lost something or could not be read.
+std::string loss_reasons(const PortLosses& losses);
+
 // "12.35 Mpps", "870.1 kpps", "12 pps".
 std::string format_rate(double pps);
 

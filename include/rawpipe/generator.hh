@@ -65,6 +65,10 @@ class RAWPIPE_API TrafficGenerator {
   // target's path report.
   std::string describe() const;
   PortStats target_stats() const;
+  // The source port's counters: what it lost before the thread could take it (rx_nombuf,
+  // rx_errors, a kernel ring or a NIC that ran out of buffers; lost_before_pipeline() in
+  // port_info.hh adds them up). Exact after stop(), as some drivers read them as they stop.
+  PortStats source_stats() const;
   std::vector<std::string> notices() const;  // both ports' (Port::notices)
 
   struct Impl;

@@ -326,6 +326,7 @@ std::string TrafficGenerator::describe() const {
 }
 
 PortStats TrafficGenerator::target_stats() const { return impl_->target->stats(); }
+PortStats TrafficGenerator::source_stats() const { return impl_->source->stats(); }
 
 std::vector<std::string> TrafficGenerator::notices() const {
   std::vector<std::string> out;

@@ -133,6 +133,9 @@ TEST_F(RawpipeGen, SendsTheRecipeToAPcapPortExactly) {
   EXPECT_EQ(j["refused"].get<std::uint64_t>(), 0u);
   EXPECT_EQ(j["outstanding"].get<std::uint64_t>(), 0u);
   EXPECT_TRUE(j["ok"].get<bool>());
+  EXPECT_TRUE(j["lossless"].get<bool>());
+  EXPECT_EQ(j["lost_at_source"].get<std::uint64_t>(), 0u);
+  EXPECT_NE(o.out.find("  OK: generated 5000 == sent 5000 + refused 0; 0 buffer(s) outstanding\n"), std::string::npos) << o.out;
 
   const PcapRecords r = read_pcap(out_pcap);
   ASSERT_TRUE(r.ok) << out_pcap << " is not a complete pcap file";
@@ -239,6 +242,47 @@ TEST_F(RawpipeGen, RefusesWhatItCannotDo) {
   o = run({"gen", cfg.string(), "--port", "synth0"});
   EXPECT_EQ(o.status, 1);
   EXPECT_NE(o.err.find("cannot be both the frame source and the transmit port"), std::string::npos) << o.err;
+}
+
+// What the source port loses before gen takes it is in the verdict, as in `rawpipe run`: the mlx5
+// model completes the last of its 100 frames with an error CQE, so gen takes 99 and its verdict is
+// LOSSY with rx_errors 1, and the frames the queue could have dropped while it was in the error
+// state as unknown, in the text and the JSON; `[run] on_loss = "fail"` makes that exit status 3.
+// A lossless source (the other tests here) keeps OK.
+TEST_F(RawpipeGen, ReportsWhatTheSourcePortLost) {
+  const fs::path out_pcap = tmp_ / "from-mlx5.pcap";
+  auto config = [&](const std::string& run_section) {
+    return run_section +
+           "[[pools]]\nname = \"p\"\ncount = 4096\n"
+           "[[ports]]\nname = \"mlx0\"\npmd = \"mlx5-model\"\npool = \"p\"\nrx_ring_size = 1024\n"
+           "steering = \"all\"\ninject_count = 100\ninject_loops = 1\ninject_rx_error_every = 100\n"
+           "[[ports]]\nname = \"out\"\npmd = \"pcap\"\npool = \"p\"\ntx_file = \"" +
+           out_pcap.string() + "\"\n[[lcores]]\nrx = [\"mlx0:0\", \"out:0\"]\n";
+  };
+  const fs::path json = tmp_ / "lossy.json";
+  ProcessOutput o = run({"gen", write("lossy.toml", config("")).string(), "--source", "mlx0", "--port", "out",
+                         "--duration", "1", "--json", json.string()});
+  ASSERT_EQ(o.status, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("port mlx0 lost before gen took them: rx_errors 1, rx_queue_error_state unknown"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("LOSSY: generated 99 == sent 99 + refused 0; 0 buffer(s) outstanding; 1 frame(s) lost at the "
+                       "source before gen took them and counters that could not be read"),
+            std::string::npos)
+      << o.out;
+  auto j = read_json(json);
+  EXPECT_EQ(j["generated"].get<std::uint64_t>(), 99u);
+  EXPECT_TRUE(j["ok"].get<bool>()) << "what gen took balances";
+  EXPECT_FALSE(j["lossless"].get<bool>());
+  EXPECT_EQ(j["lost_at_source"].get<std::uint64_t>(), 1u);
+  EXPECT_EQ(j["source_losses"]["rx_errors"].get<std::uint64_t>(), 1u);
+  EXPECT_TRUE(j["source_losses"]["rx_queue_error_state"].is_null());
+  EXPECT_EQ(read_pcap(out_pcap).frames.size(), 99u);
+
+  o = run({"gen", write("lossy-fails.toml", config("[run]\non_loss = \"fail\"\n")).string(), "--source", "mlx0",
+           "--port", "out", "--duration", "1"});
+  EXPECT_EQ(o.status, 3) << o.out << o.err;
+  EXPECT_NE(o.out.find("LOSSY: generated 99"), std::string::npos) << o.out;
 }
 
 // gen claims its ports' queues and its CPU as a run does: while one gen sends pinned to a CPU, a
