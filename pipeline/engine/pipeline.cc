@@ -152,8 +152,9 @@ std::string Pipeline::port_path_report(std::uint16_t id) const {
       "up to {} rx / {} tx queues",
       port_name(id), c.rx_checksum ? "checked by the device" : "not checked by the device",
       c.rss ? "RSS spreads flows over the queues" : "no RSS",
-      c.flow_rules ? "on the device (only the endpoints' traffic reaches the queues)"
-                   : "none (every frame of a queue reaches its lcore, classified there)",
+      !c.flow_rules                ? "none (every frame of a queue reaches its lcore, classified there)"
+      : port(id).steered_only() ? "on the device (only the endpoints' traffic reaches the queues)"
+                                : "on the device for flow tags and group joins (every frame reaches the queues)",
       c.kernel_pass ? "the kernel keeps the traffic not steered here" : "the kernel sees nothing of these queues",
       c.timestamps ? "from the device" : "none", c.tx ? "to the wire" : "counted and freed (no wire)",
       c.dummy_send ? "no-ops on the device" : "not offered", c.max_rx_queues, c.max_tx_queues);

@@ -54,6 +54,11 @@ class Port {
   // One line per queue: the driver and the mode it really runs in (for the path report).
   virtual std::string path_report() const = 0;
   virtual PortCaps caps() const = 0;
+  // True when the queues receive only what update_steering asked for (flow rules, an XDP
+  // steering map, bound sockets), so a user of the port that steers nothing receives nothing. A
+  // port can take rules for flow tags and group joins and still receive every frame (mlx5 with
+  // steering = "all"), which is why this is not caps().flow_rules alone.
+  virtual bool steered_only() const { return caps().flow_rules; }
   virtual LinkInfo link() const { return {}; }
 
   virtual Status start() = 0;

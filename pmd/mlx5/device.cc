@@ -177,6 +177,10 @@ class Mlx5Port final : public Port {
     return c;
   }
 
+  // The catch-all flow of steering = "all" takes every frame; the endpoints' rules then only mark
+  // flows and join groups.
+  bool steered_only() const override { return !spec_.steer_all; }
+
   LinkInfo link() const override { return backend_->link(); }
 
   Status start() override {

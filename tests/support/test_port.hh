@@ -32,6 +32,7 @@ struct TestPortConfig {
   std::uint64_t tx_capacity = ~std::uint64_t{0};  // per tx queue, packets accepted in total
   bool record_tx = true;
   bool flow_rules = true;                     // PortCaps::flow_rules: the pipeline pushes steering to it
+  bool every_frame = false;                   // with flow_rules: rules mark flows, every frame arrives (steered_only false)
   std::uint16_t max_queues = 0;               // PortCaps::max_rx/tx_queues; 0: as many as opened
 };
 
@@ -43,6 +44,7 @@ class TestPort final : public Port {
   std::string_view pmd_name() const noexcept override { return "test"; }
   std::string path_report() const override;
   PortCaps caps() const override;
+  bool steered_only() const override { return config_.flow_rules && !config_.every_frame; }
   Status start() override;
   void stop() override;
   RxQueueHandle rx_queue(std::uint16_t queue) override;

@@ -165,19 +165,28 @@ TEST(Pipeline, EndToEndExactCountsPerEndpointAndPerDropReason) {
 }
 
 // The path report ends with what the builder decided from the port's capabilities, so a flow-rule
-// port and one that leaves classification to the lcore read differently.
+// port, one that takes rules but receives every frame (mlx5 with steering = "all") and one that
+// leaves classification to the lcore read differently.
 TEST(Pipeline, PathReportStatesThePortCapabilitiesTheBuilderUsed) {
-  for (const bool flow_rules : {true, false}) {
+  struct Case {
+    bool flow_rules, every_frame;
+    const char* says;
+  };
+  for (const Case& c : {Case{true, false, "flow rules on the device (only the endpoints' traffic reaches the queues)"},
+                        Case{true, true, "flow rules on the device for flow tags and group joins (every frame reaches "
+                                         "the queues)"},
+                        Case{false, false, "flow rules none (every frame of a queue reaches its lcore"}}) {
     TestPortConfig cfg;
     cfg.rx_frames = {{udp_frame("10.0.0.7", 1, "239.1.1.1", 5000)}};
-    cfg.flow_rules = flow_rules;
+    cfg.flow_rules = c.flow_rules;
+    cfg.every_frame = c.every_frame;
     PlanBuilder b;
     b.port("p0", cfg).endpoint("md", EndpointAction::kSink, {"udp dst 239.1.1.1:5000"}).lcore({{0, 0}});
     auto created = Pipeline::create(b.plan);
     ASSERT_TRUE(created) << created.message();
     const std::string report = created.value()->port_path_report(0);
     EXPECT_NE(report.find("port p0 capabilities: "), std::string::npos) << report;
-    EXPECT_NE(report.find(flow_rules ? "flow rules on the device" : "flow rules none"), std::string::npos) << report;
+    EXPECT_NE(report.find(c.says), std::string::npos) << report;
     EXPECT_NE(report.find("transmit to the wire"), std::string::npos) << report;
     EXPECT_NE(report.find("up to 1 rx / 1 tx queues"), std::string::npos) << report;
   }
