@@ -16,9 +16,11 @@
 #include <fmt/format.h>
 
 #include "pipeline/buf/pool.hh"
+#include "pipeline/classify/rule.hh"
 #include "pipeline/plan/pool_sizing.hh"
 #include "pipeline/port/driver.hh"
 #include "pipeline/port/port.hh"
+#include "pipeline/port/steering.hh"
 #include "rawpipe/instance_lock.hh"
 
 namespace rawpipe {
@@ -44,6 +46,7 @@ struct TrafficGenerator::Impl {
   ops::InstanceLocks locks;
   GeneratorOptions options;
   std::string source_pmd, target_pmd;
+  std::size_t source_rules = 0;  // endpoint rules steered to a source that receives only steered traffic
   std::vector<std::unique_ptr<Pool>> pools;  // outlive the ports (declared first, destroyed last)
   std::unique_ptr<Port> source, target;
   RxQueueHandle rx;
@@ -223,6 +226,31 @@ Result<std::unique_ptr<TrafficGenerator>> TrafficGenerator::create(const Plan& p
   auto s = open(*src);
   if (!s) return s.status();
   impl->source = std::move(s).value();
+  // Such a port gets nothing that no rule asks for (mlx5 with steering = "rules", af_xdp in steer
+  // mode, the socket port). gen classifies nothing, but the config's endpoint rules still say what
+  // traffic its user wants taken from the port; with none, gen would wait for frames that never
+  // come, so it says so. It never asks for everything on its own: on a shared NIC that would take
+  // the host's own traffic from the kernel.
+  if (impl->source->steered_only()) {
+    SteeringRules wanted;
+    for (const EndpointPlan& e : plan.endpoints)
+      for (const std::string& text : e.match) {
+        auto rule = parse_match_rule(text);
+        if (!rule) return Status::errorf("{}endpoint '{}': {}", where(e.where), e.name, rule.message());
+        if (!rule.value().ingress_port_name.empty() && rule.value().ingress_port_name != src->name) continue;
+        wanted.rules.push_back(SteeringRule{std::move(rule).value(), e.id, 0});
+      }
+    if (wanted.rules.empty())
+      return Status::errorf("{}port '{}' (pmd {}) receives only the traffic steered to it, and {} has no endpoint "
+                            "rule to steer there: add an [[endpoints]] table whose match names the traffic to take "
+                            "(\"any\" takes every IP frame), or set the port to receive every frame",
+                            where(src->where), src->name, src->pmd, plan.source.empty() ? "the plan" : plan.source);
+    if (Status st = impl->source->update_steering(wanted); !st)
+      return Status::errorf("{}port '{}' (pmd {}) receives only the traffic steered to it, and gen could not steer the "
+                            "endpoints' rules there: {}",
+                            where(src->where), src->name, src->pmd, st.message());
+    impl->source_rules = wanted.rules.size();
+  }
   auto t = open(*dst);
   if (!t) return t.status();
   impl->target = std::move(t).value();
@@ -319,6 +347,9 @@ std::string TrafficGenerator::describe() const {
                                 o.rate_pps > 0 ? fmt::format("{:.0f} pps", o.rate_pps) : std::string("flat out"),
                                 o.count ? fmt::format("{} frames", o.count) : std::string("until stopped"),
                                 o.cpu >= 0 ? fmt::format("cpu {}", o.cpu) : std::string("not pinned"));
+  if (g.source_rules)
+    out += fmt::format("\ngen: port {} receives only steered traffic; the config's {} endpoint rule(s) are steered to it",
+                       o.source, g.source_rules);
   std::string path = g.target->path_report();
   if (!path.empty()) out += "\n" + path;
   while (!out.empty() && out.back() == '\n') out.pop_back();

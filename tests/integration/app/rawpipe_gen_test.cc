@@ -285,6 +285,53 @@ TEST_F(RawpipeGen, ReportsWhatTheSourcePortLost) {
   EXPECT_NE(o.out.find("LOSSY: generated 99"), std::string::npos) << o.out;
 }
 
+// A source that receives only steered traffic (the mlx5 model with its default steering =
+// "rules" leaves every frame no flow matches to the kernel, as model_rx_to_kernel) gets the config's
+// endpoint rules steered to it. Without a rule gen is refused with what to add: before, it took
+// none of the model's 100 frames and said OK. A port that cannot take the rule (the socket port
+// binds one UDP port per rule, and "any" names none) is refused with the driver's reason.
+TEST_F(RawpipeGen, SteersTheEndpointRulesToARuleSteeredSource) {
+  const fs::path out_pcap = tmp_ / "steered.pcap";
+  auto config = [&](const std::string& source, const std::string& endpoints) {
+    return "[[pools]]\nname = \"p\"\ncount = 4096\n" + source +
+           "[[ports]]\nname = \"out\"\npmd = \"pcap\"\npool = \"p\"\ntx_file = \"" + out_pcap.string() + "\"\n" +
+           endpoints + "[[lcores]]\nrx = [\"src:0\", \"out:0\"]\n";
+  };
+  const std::string mlx5 = "[[ports]]\nname = \"src\"\npmd = \"mlx5-model\"\npool = \"p\"\ninject_count = 100\ninject_loops = 1\n";
+  const std::string any = "[[endpoints]]\nname = \"e\"\naction = \"sink\"\nmatch = [\"any\"]\n";
+
+  ProcessOutput o = run({"gen", write("no-rule.toml", config(mlx5, "")).string(), "--source", "src", "--port", "out",
+                         "--duration", "1"});
+  EXPECT_EQ(o.status, 1) << o.out << o.err;
+  EXPECT_NE(o.err.find("port 'src' (pmd mlx5-model) receives only the traffic steered to it, and "),
+            std::string::npos)
+      << o.err;
+  EXPECT_NE(o.err.find("has no endpoint rule to steer there: add an [[endpoints]] table"), std::string::npos) << o.err;
+
+  const fs::path json = tmp_ / "steered.json";
+  o = run({"gen", write("rule.toml", config(mlx5, any)).string(), "--source", "src", "--port", "out", "--duration",
+           "1", "--json", json.string()});
+  ASSERT_EQ(o.status, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("port src receives only steered traffic; the config's 1 endpoint rule(s) are steered to it"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("OK: generated 100 == sent 100"), std::string::npos) << o.out;
+  auto j = read_json(json);
+  EXPECT_EQ(j["generated"].get<std::uint64_t>(), 100u);
+  EXPECT_TRUE(j["lossless"].get<bool>());
+  EXPECT_EQ(read_pcap(out_pcap).frames.size(), 100u);
+
+  const std::string sock = "[[ports]]\nname = \"src\"\npmd = \"socket\"\npool = \"p\"\n";
+  o = run({"gen", write("socket.toml", config(sock, any)).string(), "--source", "src", "--port", "out", "--duration",
+           "1"});
+  EXPECT_EQ(o.status, 1) << o.out << o.err;
+  EXPECT_NE(o.err.find("port 'src' (pmd socket) receives only the traffic steered to it, and gen could not steer the "
+                       "endpoints' rules there: "),
+            std::string::npos)
+      << o.err;
+  EXPECT_NE(o.err.find("no destination port"), std::string::npos) << o.err;
+}
+
 // gen claims its ports' queues and its CPU as a run does: while one gen sends pinned to a CPU, a
 // run with an lcore there and a second gen on that CPU are refused naming the first, which goes on
 // sending; once it stops, the CPU is free again.
