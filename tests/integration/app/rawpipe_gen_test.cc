@@ -4,7 +4,8 @@
 // the checksums behind the VLAN tag. Then over a veth pair in namespaces the test creates, from an
 // af_packet port and from an af_xdp port to a kernel AF_PACKET reader, and to the kernel's own UDP
 // sockets, which check every header and checksum synth wrote, tagged frames included (root only).
-// Bad invocations get a message naming what is wrong.
+// A source port that receives only steered traffic (the mlx5 model, af_xdp over veth, the socket
+// port) gets the config's endpoint rules. Bad invocations get a message naming what is wrong.
 #include <arpa/inet.h>
 #ifdef RAWPIPE_TEST_HAVE_LIBBPF
 #include <bpf/bpf.h>
@@ -330,6 +331,79 @@ TEST_F(RawpipeGen, SteersTheEndpointRulesToARuleSteeredSource) {
             std::string::npos)
       << o.err;
   EXPECT_NE(o.err.find("no destination port"), std::string::npos) << o.err;
+}
+
+// The same over a veth pair, from an af_xdp source in its default steer mode: the endpoint rule
+// reaches the XDP program, which takes the datagrams to UDP port 7000 for gen and leaves those to
+// port 7001 to the kernel. Every record gen writes is one of the first; without the rule the
+// program passed every datagram to the kernel and gen took none (root only).
+TEST_F(RawpipeGen, ReplaysWhatTheEndpointRuleSteersFromAnAfXdpSource) {
+  if (auto why = netns_unavailable_reason()) GTEST_SKIP() << *why;
+#ifndef RAWPIPE_TEST_HAVE_LIBBPF
+  GTEST_SKIP() << "built without libbpf: no af_xdp driver";
+#endif
+  auto ns_gen = NetNs::create("rpgxg");
+  ASSERT_TRUE(ns_gen) << ns_gen.message();
+  auto ns_send = NetNs::create("rpgxs");
+  ASSERT_TRUE(ns_send) << ns_send.message();
+  auto pair = VethPair::create({.ns = &ns_gen.value(), .addrs = {"10.78.0.1/24"}},
+                               {.ns = &ns_send.value(), .addrs = {"10.78.0.2/24"}});
+  ASSERT_TRUE(pair) << pair.message();
+  const fs::path out_pcap = tmp_ / "from-af_xdp.pcap";
+  const fs::path cfg = write("xdp-source.toml", "[[pools]]\nname = \"p\"\ncount = 4096\n"
+                                                "[[ports]]\nname = \"xdp\"\npmd = \"af_xdp\"\npool = \"p\"\ninterface = \"" +
+                                                    pair->a().name +
+                                                    "\"\n[[ports]]\nname = \"out\"\npmd = \"pcap\"\npool = \"p\"\ntx_file = \"" +
+                                                    out_pcap.string() +
+                                                    "\"\n[[endpoints]]\nname = \"e\"\naction = \"sink\"\n"
+                                                    "match = [\"udp dst 10.78.0.1:7000\"]\n"
+                                                    "[[lcores]]\nrx = [\"xdp:0\", \"out:0\"]\n");
+  constexpr std::uint64_t kFrames = 200;
+  const fs::path json = tmp_ / "xdp-source.json", out = tmp_ / "xdp-source.out", err = tmp_ / "xdp-source.err";
+  const pid_t gen = start_process({"ip", "netns", "exec", ns_gen->name(), bin_.string(), "gen", cfg.string(), "--source",
+                                   "xdp", "--port", "out", "--count", std::to_string(kFrames), "--duration", "30",
+                                   "--json", json.string()},
+                                  out, err);
+  ASSERT_GT(gen, 0);
+  // Both ports' datagrams, one pair a millisecond, until gen has its count and prints its summary:
+  // the ones sent before the program is attached go to the kernel, so no readiness signal is needed.
+  std::string send_error;
+  ASSERT_TRUE(ns_send->run([&] {
+    const int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0) {
+      send_error = std::strerror(errno);
+      return;
+    }
+    const char payload[32] = "gen source";
+    for (int i = 0; i < 20000 && slurp(out).find("gen summary: ") == std::string::npos; ++i) {
+      for (std::uint16_t port : {7000, 7001}) {
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port);
+        inet_pton(AF_INET, "10.78.0.1", &a.sin_addr);
+        (void)sendto(s, payload, sizeof payload, 0, reinterpret_cast<sockaddr*>(&a), sizeof a);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    close(s);
+  }));
+  ASSERT_TRUE(send_error.empty()) << send_error;
+  const int status = wait_process(gen, {.timeout = std::chrono::seconds(30)});
+  ASSERT_EQ(status, 0) << slurp(out) << slurp(err);
+  EXPECT_NE(slurp(out).find("port xdp receives only steered traffic; the config's 1 endpoint rule(s) are steered to it"),
+            std::string::npos)
+      << slurp(out);
+  auto j = read_json(json);
+  EXPECT_EQ(j["generated"].get<std::uint64_t>(), kFrames);
+  const PcapRecords rec = read_pcap(out_pcap);
+  ASSERT_TRUE(rec.ok);
+  EXPECT_EQ(rec.frames.size(), kFrames);
+  for (const auto& f : rec.frames) {
+    ASSERT_GE(f.size(), 42u);
+    EXPECT_EQ(f[12] << 8 | f[13], 0x0800);
+    EXPECT_EQ(f[23], 17);
+    EXPECT_EQ(f[36] << 8 | f[37], 7000) << "a datagram no rule steers reached gen";
+  }
 }
 
 // gen claims its ports' queues and its CPU as a run does: while one gen sends pinned to a CPU, a
