@@ -109,19 +109,10 @@ Status build_neigh_tables(const Plan& plan, PipelineParts& parts) {
 }
 
 Status build_classifier(const Plan& plan, PipelineParts& parts) {
+  auto parsed = plan_endpoint_rules(plan);
+  if (!parsed) return parsed.status();
   std::vector<TableRule> rules;
-  for (const EndpointPlan& ep : plan.endpoints) {
-    for (const std::string& text : ep.match) {
-      // Validated already; the parse is repeated because the plan keeps rules as text.
-      auto rule = parse_match_rule(text);
-      if (!rule) return Status::errorf("{}endpoint '{}': {}", where(ep.where), ep.name, rule.message());
-      MatchRule m = std::move(rule).value();
-      if (!m.ingress_port_name.empty())
-        for (const PortPlan& pp : plan.ports)
-          if (pp.name == m.ingress_port_name) m.ingress_port = pp.id;
-      rules.push_back({SteeringRule{std::move(m), ep.id, 0}, 0});
-    }
-  }
+  for (SteeringRule& r : parsed.value()) rules.push_back({std::move(r), 0});
   TableDefault dflt;
   if (plan.default_action == DefaultAction::kEndpoint) dflt.endpoint = plan.default_endpoint;
   auto cls = Classifier::create(static_cast<unsigned>(plan.lcores.size()), rules, dflt);
@@ -235,6 +226,23 @@ PipelineParts::~PipelineParts() {
   classifier.reset();
   ports.clear();  // ports return their buffers before the pools go away
   pools.clear();
+}
+
+Result<std::vector<SteeringRule>> plan_endpoint_rules(const Plan& plan) {
+  std::vector<SteeringRule> rules;
+  for (const EndpointPlan& ep : plan.endpoints) {
+    for (const std::string& text : ep.match) {
+      // Validated already; the parse is repeated because the plan keeps rules as text.
+      auto rule = parse_match_rule(text);
+      if (!rule) return Status::errorf("{}endpoint '{}': {}", where(ep.where), ep.name, rule.message());
+      MatchRule m = std::move(rule).value();
+      if (!m.ingress_port_name.empty())
+        for (const PortPlan& pp : plan.ports)
+          if (pp.name == m.ingress_port_name) m.ingress_port = pp.id;
+      rules.push_back(SteeringRule{std::move(m), ep.id, 0});
+    }
+  }
+  return rules;
 }
 
 Result<std::unique_ptr<PipelineParts>> build_pipeline(const Plan& plan) {

@@ -18,6 +18,7 @@
 #include "rawpipe/status.hh"
 #include "rawpipe/plan.hh"
 #include "pipeline/port/port.hh"
+#include "pipeline/port/steering.hh"
 
 namespace rawpipe {
 
@@ -55,6 +56,11 @@ struct PipelineParts {
 };
 
 Result<std::unique_ptr<PipelineParts>> build_pipeline(const Plan& plan);
+
+// The plan's endpoint rules, parsed, each bound to its endpoint, with `port NAME` resolved to
+// the port's id: what the classifier is built from, and what a port that receives only steered
+// traffic is asked for (Port::update_steering skips the rules of other ports).
+Result<std::vector<SteeringRule>> plan_endpoint_rules(const Plan& plan);
 
 // Tells every port that steers (PortCaps::flow_rules) which traffic the endpoints want: the
 // classifier's rules for endpoints that are offloaded, restricted to the port's own rules. Ports

@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "pipeline/buf/pool.hh"
-#include "pipeline/classify/rule.hh"
+#include "pipeline/engine/builder.hh"
 #include "pipeline/plan/pool_sizing.hh"
 #include "pipeline/port/driver.hh"
 #include "pipeline/port/port.hh"
@@ -232,14 +232,11 @@ Result<std::unique_ptr<TrafficGenerator>> TrafficGenerator::create(const Plan& p
   // come, so it says so. It never asks for everything on its own: on a shared NIC that would take
   // the host's own traffic from the kernel.
   if (impl->source->steered_only()) {
+    auto rules = plan_endpoint_rules(plan);
+    if (!rules) return rules.status();
     SteeringRules wanted;
-    for (const EndpointPlan& e : plan.endpoints)
-      for (const std::string& text : e.match) {
-        auto rule = parse_match_rule(text);
-        if (!rule) return Status::errorf("{}endpoint '{}': {}", where(e.where), e.name, rule.message());
-        if (!rule.value().ingress_port_name.empty() && rule.value().ingress_port_name != src->name) continue;
-        wanted.rules.push_back(SteeringRule{std::move(rule).value(), e.id, 0});
-      }
+    for (SteeringRule& r : rules.value())
+      if (!r.match.ingress_port || *r.match.ingress_port == src->id) wanted.rules.push_back(std::move(r));
     if (wanted.rules.empty())
       return Status::errorf("{}port '{}' (pmd {}) receives only the traffic steered to it, and {} has no endpoint "
                             "rule to steer there: add an [[endpoints]] table whose match names the traffic to take "
