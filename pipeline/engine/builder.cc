@@ -16,21 +16,16 @@
 #include "pipeline/neigh/neigh.hh"
 #include "pipeline/neigh/port_keys.hh"
 #include "pipeline/plan/validate.hh"
-#include "pipeline/send/send_port.hh"
 #include "pipeline/port/driver.hh"
+#include "pipeline/send/send_port.hh"
 
 namespace rawpipe {
 namespace {
 
-std::string where(const SourceLocation& w) {
-  if (w.file.empty()) return "";
-  return w.line > 0 ? fmt::format("{}:{}: ", w.file, w.line) : fmt::format("{}: ", w.file);
-}
-
 Status build_pools(const Plan& plan, PipelineParts& parts) {
   for (const PoolPlan& pp : plan.pools) {
     auto pool = Pool::create(pp.config);
-    if (!pool) return Status::errorf("{}{}", where(pp.where), pool.message());
+    if (!pool) return Status::errorf("{}{}", location_prefix(pp.where), pool.message());
     parts.pools.push_back(std::move(pool).value());
   }
   if constexpr (kMbufAudit) {
@@ -45,15 +40,17 @@ Status build_pools(const Plan& plan, PipelineParts& parts) {
 // offer fewer (a NIC's channels, an interface's queues), which only its capabilities say.
 Status check_against_caps(const PortPlan& pp, const PortCaps& caps) {
   if (pp.rx_queues > caps.max_rx_queues)
-    return Status::errorf("{}port '{}' (pmd {}): the device offers {} rx queue{} and the plan asks for {}; set rx_queues = {} "
-                          "or fewer",
-                          where(pp.where), pp.name, pp.pmd, caps.max_rx_queues, caps.max_rx_queues == 1 ? "" : "s",
-                          pp.rx_queues, caps.max_rx_queues);
+    return Status::errorf(
+        "{}port '{}' (pmd {}): the device offers {} rx queue{} and the plan asks for {}; set rx_queues = {} "
+        "or fewer",
+        location_prefix(pp.where), pp.name, pp.pmd, caps.max_rx_queues, caps.max_rx_queues == 1 ? "" : "s",
+        pp.rx_queues, caps.max_rx_queues);
   if (pp.tx_queues > caps.max_tx_queues)
-    return Status::errorf("{}port '{}' (pmd {}): the device offers {} tx queue{} and the plan asks for {}; set tx_queues = {} "
-                          "or fewer",
-                          where(pp.where), pp.name, pp.pmd, caps.max_tx_queues, caps.max_tx_queues == 1 ? "" : "s",
-                          pp.tx_queues, caps.max_tx_queues);
+    return Status::errorf(
+        "{}port '{}' (pmd {}): the device offers {} tx queue{} and the plan asks for {}; set tx_queues = {} "
+        "or fewer",
+        location_prefix(pp.where), pp.name, pp.pmd, caps.max_tx_queues, caps.max_tx_queues == 1 ? "" : "s",
+        pp.tx_queues, caps.max_tx_queues);
   return Status::ok();
 }
 
@@ -71,7 +68,8 @@ Status open_ports(const Plan& plan, PipelineParts& parts) {
     env.tx_ring_size = pp.tx_ring_size;
     env.pool = pool;
     auto port = pp.spec->open(env);
-    if (!port) return Status::errorf("{}port '{}' (pmd {}): {}", where(pp.where), pp.name, pp.pmd, port.message());
+    if (!port)
+      return Status::errorf("{}port '{}' (pmd {}): {}", location_prefix(pp.where), pp.name, pp.pmd, port.message());
     parts.ports.push_back(std::move(port).value());
     parts.caps.push_back(parts.ports.back()->caps());
     RAWPIPE_TRY(check_against_caps(pp, parts.caps.back()));
@@ -86,23 +84,24 @@ Status build_neigh_tables(const Plan& plan, PipelineParts& parts) {
     wire::MacAddr mac{};
     if (!pp.neigh.mac.empty()) {
       auto m = parse_mac_address(pp.neigh.mac);
-      if (!m) return Status::errorf("{}port '{}': mac: {}", where(pp.where), pp.name, m.message());
+      if (!m) return Status::errorf("{}port '{}': mac: {}", location_prefix(pp.where), pp.name, m.message());
       mac = *m;
     } else {
       mac = parts.ports[pp.id]->link().mac;
       if (mac == wire::MacAddr{})
-        return Status::errorf("{}port '{}' (pmd {}) has no MAC address to answer ARP/ND for its addresses with; "
-                              "set mac = \"02:...\" in its table",
-                              where(pp.where), pp.name, pp.pmd);
+        return Status::errorf(
+            "{}port '{}' (pmd {}) has no MAC address to answer ARP/ND for its addresses with; "
+            "set mac = \"02:...\" in its table",
+            location_prefix(pp.where), pp.name, pp.pmd);
     }
     std::vector<NeighAddress> addrs;
     for (const std::string& a : pp.neigh.addresses) {
       auto na = parse_neigh_address(a, mac);
-      if (!na) return Status::errorf("{}port '{}': addresses: {}", where(pp.where), pp.name, na.message());
+      if (!na) return Status::errorf("{}port '{}': addresses: {}", location_prefix(pp.where), pp.name, na.message());
       addrs.push_back(*na);
     }
     auto table = NeighTable::create(addrs);
-    if (!table) return Status::errorf("{}port '{}': {}", where(pp.where), pp.name, table.message());
+    if (!table) return Status::errorf("{}port '{}': {}", location_prefix(pp.where), pp.name, table.message());
     parts.neigh_tables[pp.id] = std::make_unique<NeighTable>(std::move(table).value());
   }
   return Status::ok();
@@ -145,8 +144,8 @@ Status assign_tx_queues(const Plan& plan, PipelineParts& parts) {
     for (std::uint16_t port : ports) {
       const PortPlan& pp = plan.ports[port];
       if (next_txq[port] >= pp.tx_queues)  // validate_plan() refuses this; kept as the invariant's guard
-        return Status::errorf("{}port '{}': internal: tx queue {} assigned beyond tx_queues = {}", where(pp.where), pp.name,
-                              next_txq[port], pp.tx_queues);
+        return Status::errorf("{}port '{}': internal: tx queue {} assigned beyond tx_queues = {}",
+                              location_prefix(pp.where), pp.name, next_txq[port], pp.tx_queues);
       parts.tx_queue_of[l][port] = next_txq[port]++;
     }
   }
@@ -185,14 +184,14 @@ Status build_send_ports(const Plan& plan, PipelineParts& parts) {
     }
     if (!pp.neigh.next_hop_mac.empty()) {
       auto m = parse_mac_address(pp.neigh.next_hop_mac);
-      if (!m) return Status::errorf("{}port '{}': next_hop_mac: {}", where(pp.where), pp.name, m.message());
+      if (!m) return Status::errorf("{}port '{}': next_hop_mac: {}", location_prefix(pp.where), pp.name, m.message());
       sp->next_hop = *m;
     }
     sp->addresses = parts.neigh_tables[pp.id].get();
     if (sp->addresses) sp->cache = std::make_unique<NeighCache>();
     // As deep as the port's tx ring: the lcore empties it once per pass.
     auto ring = MbufRing::create(std::bit_ceil(std::max<std::uint32_t>(pp.tx_ring_size, kMaxBurst)));
-    if (!ring) return Status::errorf("{}port '{}': send ring: {}", where(pp.where), pp.name, ring.message());
+    if (!ring) return Status::errorf("{}port '{}': send ring: {}", location_prefix(pp.where), pp.name, ring.message());
     sp->ring = std::move(ring).value();
     parts.send_ports.push_back(std::move(sp));
   }
@@ -202,7 +201,7 @@ Status build_send_ports(const Plan& plan, PipelineParts& parts) {
 Status build_taps(const Plan& plan, PipelineParts& parts) {
   for (const TapConfig& tc : plan.taps) {
     auto w = TapWriter::create(tc);
-    if (!w) return Status::errorf("{}{}", where({plan.source, 0}), w.message());
+    if (!w) return Status::errorf("{}{}", location_prefix({plan.source, 0}), w.message());
     parts.taps.push_back(std::move(w).value());
   }
   if (parts.taps.empty()) return Status::ok();
@@ -234,7 +233,7 @@ Result<std::vector<SteeringRule>> plan_endpoint_rules(const Plan& plan) {
     for (const std::string& text : ep.match) {
       // Validated already; the parse is repeated because the plan keeps rules as text.
       auto rule = parse_match_rule(text);
-      if (!rule) return Status::errorf("{}endpoint '{}': {}", where(ep.where), ep.name, rule.message());
+      if (!rule) return Status::errorf("{}endpoint '{}': {}", location_prefix(ep.where), ep.name, rule.message());
       MatchRule m = std::move(rule).value();
       if (!m.ingress_port_name.empty())
         for (const PortPlan& pp : plan.ports)
@@ -286,8 +285,9 @@ Status push_steering(const Plan& plan, PipelineParts& parts) {
       if ((!r.rule.match.ingress_port || *r.rule.match.ingress_port == p) && parts.filters->endpoint_offloaded(r.rule.endpoint))
         sr.rules.push_back(r.rule);
     Status s = parts.ports[p]->update_steering(sr);
-    if (!s) return Status::errorf("{}port '{}': cannot steer the endpoints' traffic: {}", where(plan.ports[p].where),
-                                  plan.ports[p].name, s.message());
+    if (!s)
+      return Status::errorf("{}port '{}': cannot steer the endpoints' traffic: {}",
+                            location_prefix(plan.ports[p].where), plan.ports[p].name, s.message());
   }
   return Status::ok();
 }

@@ -3,19 +3,11 @@
 #include <limits>
 #include <thread>
 
+#include "pipeline/plan/validate.hh"
 #include "pipeline/stats/tsc.hh"
 #include "rawpipe/compiler.hh"
 
 namespace rawpipe {
-namespace {
-
-std::string where(const SourceLocation& w) {
-  if (w.file.empty()) return "";
-  return w.line > 0 ? fmt::format("{}:{}: ", w.file, w.line) : fmt::format("{}: ", w.file);
-}
-
-}  // namespace
-
 Result<std::unique_ptr<EndpointQueues>> EndpointQueues::create(const Plan& plan) {
   auto q = std::make_unique<EndpointQueues>();
   q->rings_.resize(plan.endpoints.size());
@@ -25,12 +17,12 @@ Result<std::unique_ptr<EndpointQueues>> EndpointQueues::create(const Plan& plan)
     auto r = std::make_unique<EndpointRings>();
     for (std::size_t l = 0; l < plan.lcores.size(); ++l) {
       auto ring = EndpointRing::create(ep.ring_size);
-      if (!ring) return Status::errorf("{}endpoint '{}': {}", where(ep.where), ep.name, ring.message());
+      if (!ring) return Status::errorf("{}endpoint '{}': {}", location_prefix(ep.where), ep.name, ring.message());
       r->per_lcore.push_back(std::move(ring).value());
       // Twice the ring: a consumer can hold a whole ring's worth while the lcore is still
       // freeing the previous one.
       auto back = MbufRing::create(2 * ep.ring_size);
-      if (!back) return Status::errorf("{}endpoint '{}': {}", where(ep.where), ep.name, back.message());
+      if (!back) return Status::errorf("{}endpoint '{}': {}", location_prefix(ep.where), ep.name, back.message());
       r->returns.push_back(std::move(back).value());
       r->distance.push_back(std::make_unique<ConsumerDistance>());
     }

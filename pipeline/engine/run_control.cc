@@ -17,15 +17,11 @@
 #include "pipeline/filter/filter.hh"
 #include "pipeline/lcore/lcore.hh"
 #include "pipeline/neigh/stage.hh"
+#include "pipeline/plan/validate.hh"
 #include "pipeline/send/send_port.hh"
 
 namespace rawpipe {
 namespace {
-
-std::string where(const SourceLocation& w) {
-  if (w.file.empty()) return "";
-  return w.line > 0 ? fmt::format("{}:{}: ", w.file, w.line) : fmt::format("{}: ", w.file);
-}
 
 std::string allowed_cpus() {
   cpu_set_t set;
@@ -56,7 +52,8 @@ Status RunControl::start() {
     Status s = ports[p]->start();
     if (!s) {
       for (std::size_t q = 0; q < p; ++q) ports[q]->stop();
-      return Status::errorf("{}port '{}': cannot start: {}", where(plan_.ports[p].where), plan_.ports[p].name, s.message());
+      return Status::errorf("{}port '{}': cannot start: {}", location_prefix(plan_.ports[p].where), plan_.ports[p].name,
+                            s.message());
     }
   }
   ports_started_ = true;
@@ -86,8 +83,8 @@ Status RunControl::start() {
     for (const Lcore::RxQueue& q : rx)
       if (!q.rx.burst) {
         stop_ports();
-        return Status::errorf("{}port '{}' gave no receive function for queue {} (driver bug)", where(plan_.ports[q.port].where),
-                              plan_.ports[q.port].name, q.queue);
+        return Status::errorf("{}port '{}' gave no receive function for queue {} (driver bug)",
+                              location_prefix(plan_.ports[q.port].where), plan_.ports[q.port].name, q.queue);
       }
     auto dispatcher = std::make_unique<Dispatcher>(std::move(routes), tx, &lcore.counters_mut());
     if (!parts_.lcore_taps.empty()) dispatcher->set_taps(parts_.lcore_taps[l].get());
@@ -146,7 +143,8 @@ Status RunControl::start() {
         join_lcores();
         stop_ports();
         return Status::errorf("{}lcore {}: cannot pin to cpu {}: {}; this process may use cpus {}",
-                              where(plan_.lcores[l].where), plan_.lcores[l].id, cpu, std::strerror(err), allowed);
+                              location_prefix(plan_.lcores[l].where), plan_.lcores[l].id, cpu, std::strerror(err),
+                              allowed);
       }
     }
   }

@@ -2,6 +2,7 @@
 // one thread, nothing between them.
 #include "rawpipe/generator.hh"
 
+#include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
@@ -13,11 +14,10 @@
 #include <cstring>
 #include <thread>
 
-#include <fmt/format.h>
-
 #include "pipeline/buf/pool.hh"
 #include "pipeline/engine/builder.hh"
 #include "pipeline/plan/pool_sizing.hh"
+#include "pipeline/plan/validate.hh"
 #include "pipeline/port/driver.hh"
 #include "pipeline/port/port.hh"
 #include "pipeline/port/steering.hh"
@@ -32,11 +32,6 @@ constexpr std::uint16_t kMaxGenBurst = 256;
 std::uint64_t now_ns() noexcept {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
-
-std::string where(const SourceLocation& w) {
-  if (w.file.empty()) return "";
-  return w.line > 0 ? fmt::format("{}:{}: ", w.file, w.line) : fmt::format("{}: ", w.file);
 }
 
 }  // namespace
@@ -169,13 +164,13 @@ Result<std::unique_ptr<TrafficGenerator>> TrafficGenerator::create(const Plan& p
   if (!dst) return Status::errorf("{}: no port named '{}' to transmit on (ports: {})", plan.source, o.target, names());
   if (src == dst)
     return Status::errorf("{}port '{}' cannot be both the frame source and the transmit port; add a second port",
-                          where(dst->where), dst->name);
+                          location_prefix(dst->where), dst->name);
   if (o.source_queue >= src->rx_queues)
-    return Status::errorf("{}port '{}' has {} rx queue(s); the generator takes frames from queue {}", where(src->where),
-                          src->name, src->rx_queues, o.source_queue);
+    return Status::errorf("{}port '{}' has {} rx queue(s); the generator takes frames from queue {}",
+                          location_prefix(src->where), src->name, src->rx_queues, o.source_queue);
   if (o.target_queue >= dst->tx_queues)
     return Status::errorf("{}port '{}' has {} tx queue(s) and the generator sends on queue {}; set tx_queues = {}",
-                          where(dst->where), dst->name, dst->tx_queues, o.target_queue, o.target_queue + 1);
+                          location_prefix(dst->where), dst->name, dst->tx_queues, o.target_queue, o.target_queue + 1);
   impl->source_pmd = src->pmd;
   impl->target_pmd = dst->pmd;
 
@@ -202,11 +197,11 @@ Result<std::unique_ptr<TrafficGenerator>> TrafficGenerator::create(const Plan& p
         PoolConfig config = ppl.config;
         config.count = pool_count(plan, i);
         auto pool = Pool::create(config);
-        if (!pool) return Status::errorf("{}{}", where(ppl.where), pool.message());
+        if (!pool) return Status::errorf("{}{}", location_prefix(ppl.where), pool.message());
         impl->pools.push_back(std::move(pool).value());
         return impl->pools.back().get();
       }
-    return Status::errorf("{}port '{}': no pool named '{}'", where(pp.where), pp.name, pp.pool);
+    return Status::errorf("{}port '{}': no pool named '{}'", location_prefix(pp.where), pp.name, pp.pool);
   };
   auto open = [&](const PortPlan& pp) -> Result<std::unique_ptr<Port>> {
     auto pool = pool_of(pp);
@@ -220,7 +215,8 @@ Result<std::unique_ptr<TrafficGenerator>> TrafficGenerator::create(const Plan& p
     env.tx_ring_size = pp.tx_ring_size;
     env.pool = *pool;
     auto port = pp.spec->open(env);
-    if (!port) return Status::errorf("{}port '{}' (pmd {}): {}", where(pp.where), pp.name, pp.pmd, port.message());
+    if (!port)
+      return Status::errorf("{}port '{}' (pmd {}): {}", location_prefix(pp.where), pp.name, pp.pmd, port.message());
     return std::move(port).value();
   };
   auto s = open(*src);
@@ -238,14 +234,16 @@ Result<std::unique_ptr<TrafficGenerator>> TrafficGenerator::create(const Plan& p
     for (SteeringRule& r : rules.value())
       if (!r.match.ingress_port || *r.match.ingress_port == src->id) wanted.rules.push_back(std::move(r));
     if (wanted.rules.empty())
-      return Status::errorf("{}port '{}' (pmd {}) receives only the traffic steered to it, and {} has no endpoint "
-                            "rule to steer there: add an [[endpoints]] table whose match names the traffic to take "
-                            "(\"any\" takes every IP frame), or set the port to receive every frame",
-                            where(src->where), src->name, src->pmd, plan.source.empty() ? "the plan" : plan.source);
+      return Status::errorf(
+          "{}port '{}' (pmd {}) receives only the traffic steered to it, and {} has no endpoint "
+          "rule to steer there: add an [[endpoints]] table whose match names the traffic to take "
+          "(\"any\" takes every IP frame), or set the port to receive every frame",
+          location_prefix(src->where), src->name, src->pmd, plan.source.empty() ? "the plan" : plan.source);
     if (Status st = impl->source->update_steering(wanted); !st)
-      return Status::errorf("{}port '{}' (pmd {}) receives only the traffic steered to it, and gen could not steer the "
-                            "endpoints' rules there: {}",
-                            where(src->where), src->name, src->pmd, st.message());
+      return Status::errorf(
+          "{}port '{}' (pmd {}) receives only the traffic steered to it, and gen could not steer the "
+          "endpoints' rules there: {}",
+          location_prefix(src->where), src->name, src->pmd, st.message());
     impl->source_rules = wanted.rules.size();
   }
   auto t = open(*dst);

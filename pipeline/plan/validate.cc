@@ -354,14 +354,17 @@ std::vector<PlanProblem> find_plan_problems(const Plan& plan, const ValidateOpti
   return out;
 }
 
+std::string location_prefix(const SourceLocation& w) {
+  if (w.file.empty()) return "";
+  return w.line > 0 ? fmt::format("{}:{}: ", w.file, w.line) : fmt::format("{}: ", w.file);
+}
+
 Status validate_plan(const Plan& plan, const ValidateOptions& options) {
   std::vector<PlanProblem> problems = find_plan_problems(plan, options);
   if (problems.empty()) return Status::ok();
   const PlanProblem& first = problems.front();
   const SourceLocation w = location(plan, first.part, first.index);
-  std::string at;
-  if (!w.file.empty()) at = w.line > 0 ? fmt::format("{}:{}: ", w.file, w.line) : fmt::format("{}: ", w.file);
-  std::string message = fmt::format("{}{}: {}{}", at, plan_part_label(plan, first.part, first.index),
+  std::string message = fmt::format("{}{}: {}{}", location_prefix(w), plan_part_label(plan, first.part, first.index),
                                     first.key.empty() ? std::string() : fmt::format("key '{}': ", first.key), first.message);
   if (problems.size() > 1)
     message += fmt::format(" (and {} more error{})", problems.size() - 1, problems.size() == 2 ? "" : "s");

@@ -58,6 +58,10 @@ std::vector<PlanProblem> find_plan_problems(const Plan& plan, const ValidateOpti
 // The label the loader gives the element in messages: "ports[0] 'p0'", "lcores[1]", "[run]".
 std::string plan_part_label(const Plan& plan, PlanPart part, std::size_t index);
 
+// What a message about the element at `w` starts with, as the loader's errors do: "FILE:LINE: ",
+// "FILE: " when the element has no line (a plan built in code names only its source), or nothing.
+std::string location_prefix(const SourceLocation& w);
+
 // The first problem formatted like the loader's errors ("FILE:LINE: LABEL: key 'KEY': MESSAGE
 // (and N more errors)"), or ok.
 Status validate_plan(const Plan& plan, const ValidateOptions& options = {});
