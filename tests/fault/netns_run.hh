@@ -22,6 +22,7 @@
 
 #include "tests/support/netns.hh"
 #include "tests/support/process.hh"
+#include "tests/support/scratch_dir.hh"
 
 namespace rawpipe::fault {
 
@@ -48,9 +49,7 @@ class NetnsRun : public ::testing::Test {
                                        {tx_ns_.get(), "", {std::string(kTxIp) + "/24"}});
     ASSERT_TRUE(pair) << pair.message();
     veth_ = std::make_unique<test::VethPair>(std::move(pair).value());
-    tmp_ = fs::temp_directory_path() / ("rawpipe-fault-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(tmp_);
+    tmp_ = test::make_scratch_dir("rawpipe-fault");
     // Locks of this test's runs only: a pipeline elsewhere on the host cannot interfere.
     setenv("RAWPIPE_LOCK_DIR", (tmp_ / "locks").c_str(), 1);
   }

@@ -52,6 +52,9 @@ Pool* pool() {
 
 const std::string& temp_file() {
   static const std::string f = fmt::format("/tmp/rawpipe-pcap-fuzz-{}.pcap", getpid());
+  // A bounded run (-runs=N) ends in exit(), which takes the file along; a crash leaves it. Registered
+  // once f is built, so that the handler runs before f's destructor.
+  [[maybe_unused]] static const bool removed_at_exit = std::atexit([] { std::remove(temp_file().c_str()); }) == 0;
   return f;
 }
 

@@ -29,6 +29,7 @@
 #include "tests/support/build_tree.hh"
 #include "tests/support/netns.hh"
 #include "tests/support/process.hh"
+#include "tests/support/scratch_dir.hh"
 
 namespace rawpipe {
 namespace {
@@ -106,10 +107,7 @@ class Preload : public ::testing::Test {
   void SetUp() override {
     if (auto why = test::netns_unavailable_reason()) GTEST_SKIP() << *why;
     ASSERT_TRUE(fs::exists(app())) << app();
-    std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::replace(test.begin(), test.end(), '/', '_');  // parameterised names: Name/af_xdp
-    scratch_ = fs::temp_directory_path() / ("rawpipe-preload-test-" + std::to_string(getpid()) + "-" + test);
-    fs::create_directories(scratch_);
+    scratch_ = test::make_scratch_dir("rawpipe-preload-test");
     Status s = make_net(net_);
     ASSERT_TRUE(s) << s.message();
   }

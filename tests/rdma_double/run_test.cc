@@ -20,6 +20,7 @@
 
 #include "pmd/rdma/preflight.hh"
 #include "tests/support/process.hh"
+#include "tests/support/scratch_dir.hh"
 
 namespace {
 
@@ -47,10 +48,7 @@ class RdmaDouble : public ::testing::Test {
     ASSERT_FALSE(d_.build.empty());
     double_dir_ = d_.build / "tests" / "rdma_double";
     ASSERT_TRUE(fs::exists(double_dir_ / "libibverbs.so.1")) << "the double is not built in " << double_dir_;
-    tmp_ = fs::temp_directory_path() / ("rawpipe-rdma-double-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(tmp_);
-    fs::create_directories(tmp_);
+    tmp_ = make_scratch_dir("rawpipe-rdma-double");
   }
   void TearDown() override {
     for (const char* v : {"LD_LIBRARY_PATH", "RAWPIPE_SYSFS_ROOT", "RAWPIPE_RDMA_DOUBLE_TRACE", "RAWPIPE_RDMA_DOUBLE_DEVICES",

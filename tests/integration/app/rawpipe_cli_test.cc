@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "tests/support/process.hh"
+#include "tests/support/scratch_dir.hh"
 
 namespace {
 
@@ -26,9 +27,7 @@ class RawpipeCli : public ::testing::Test {
     ASSERT_FALSE(d_.build.empty()) << "cannot find meson-info above this test";
     bin_ = rawpipe_binary();
     ASSERT_TRUE(fs::exists(bin_)) << bin_ << " is not built";
-    tmp_ = fs::temp_directory_path() / ("rawpipe-cli-test-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(tmp_);
+    tmp_ = make_scratch_dir("rawpipe-cli-test");
     // Synth at full speed into a sink: quick, no privileges, every packet accounted for.
     write("ok.toml", "[run]\nstats_interval = 0.2\n[[pools]]\nname = \"rx\"\ncount = 1024\n[[ports]]\nname = \"s0\"\n"
                      "pmd = \"synth\"\nmalformed_fraction = 0.05\n[[endpoints]]\nname = \"all\"\naction = \"sink\"\n"

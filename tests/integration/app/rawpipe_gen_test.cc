@@ -37,6 +37,7 @@
 #include "tests/support/build_tree.hh"
 #include "tests/support/netns.hh"
 #include "tests/support/process.hh"
+#include "tests/support/scratch_dir.hh"
 
 namespace {
 
@@ -82,9 +83,7 @@ class RawpipeGen : public ::testing::Test {
   void SetUp() override {
     bin_ = rawpipe_binary();
     ASSERT_TRUE(fs::exists(bin_)) << bin_ << " is not built";
-    tmp_ = fs::temp_directory_path() / ("rawpipe-gen-test-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(tmp_);
+    tmp_ = make_scratch_dir("rawpipe-gen-test");
   }
   void TearDown() override { fs::remove_all(tmp_); }
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "tests/support/process.hh"
+#include "tests/support/scratch_dir.hh"
 
 namespace {
 
@@ -27,9 +28,7 @@ class RawpipeBinary : public ::testing::Test {
     ASSERT_FALSE(d_.build.empty()) << "cannot find meson-info above this test";
     bin_ = rawpipe_binary();
     ASSERT_TRUE(fs::exists(bin_)) << bin_ << " is not built";
-    tmp_ = fs::temp_directory_path() / ("rawpipe-app-test-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(tmp_);
+    tmp_ = make_scratch_dir("rawpipe-app-test");
   }
   void TearDown() override { fs::remove_all(tmp_); }
 

@@ -25,6 +25,7 @@
 #include "rawpipe/privilege.hh"
 #include "tests/support/netns.hh"
 #include "tests/support/process.hh"
+#include "tests/support/scratch_dir.hh"
 
 namespace rawpipe {
 namespace {
@@ -43,9 +44,7 @@ class PrivilegeRun : public ::testing::Test {
     nobody_gid_ = pw->pw_gid;
     bin_ = rawpipe_binary();
     ASSERT_TRUE(fs::exists(bin_)) << bin_ << " is not built";
-    tmp_ = fs::temp_directory_path() / ("rawpipe-priv-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(tmp_);
+    tmp_ = make_scratch_dir("rawpipe-priv");
     // The JSON summary is written after the drop, by nobody.
     ASSERT_EQ(chown(tmp_.c_str(), nobody_uid_, nobody_gid_), 0);
   }

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -14,6 +15,7 @@
 #include "rawpipe/config.hh"
 #include "tests/support/build_tree.hh"
 #include "tests/support/sample_configs.hh"
+#include "tests/support/scratch_dir.hh"
 
 namespace rawpipe {
 namespace {
@@ -75,10 +77,22 @@ TEST_P(SampleConfig, RunsForASecond) {
   const fs::path& f = GetParam();
   if (const std::string needs = host_ports(f); !needs.empty())
     GTEST_SKIP() << "its " << needs << " port needs the interface the file's header names (a veth pair, root)";
-  const Ran r = run("run --duration 1 " + f.string());
+  // The samples write their captures to fixed names under /tmp for a user to open; the copy run
+  // here writes them into its own directory instead, which goes with the test.
+  const fs::path dir = test::make_scratch_dir("rawpipe-sample");
+  std::ifstream in(f);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (std::size_t at = 0; (at = text.find("/tmp/", at)) != std::string::npos;) {
+    text.replace(at, 5, dir.string() + "/");
+    at += dir.string().size() + 1;
+  }
+  const fs::path copy = dir / f.filename();
+  std::ofstream(copy) << text;
+  const Ran r = run("run --duration 1 " + copy.string());
   EXPECT_EQ(r.status, 0) << f << ":\n" << r.out;
   EXPECT_NE(r.out.find("every packet accounted for, every buffer back in its pool"), std::string::npos)
       << f << ":\n" << r.out;
+  if (!HasFailure()) fs::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Samples, SampleConfig, ::testing::ValuesIn(rawpipe::test::sample_configs()),

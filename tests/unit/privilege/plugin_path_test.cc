@@ -9,6 +9,7 @@
 
 #include "pipeline/filter/plugin.hh"
 #include "rawpipe/plugin_path.hh"
+#include "tests/support/scratch_dir.hh"
 
 namespace rawpipe {
 namespace {
@@ -18,8 +19,7 @@ namespace fs = std::filesystem;
 class PluginPath : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("rawpipe-plugin-path-" + std::to_string(getpid()) + "-" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    root_ = test::make_scratch_dir("rawpipe-plugin-path");
     fs::create_directories(root_ / "good");
     fs::create_directories(root_ / "other");
     chmod(root_.c_str(), 0755);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "c_test.h"
 
@@ -313,6 +314,12 @@ int main(int argc, char **argv) {
     CHECK(memcmp(arp->data, "\xff\xff\xff\xff\xff\xff", 6) == 0);
     CHECK(arp->data[38] == 10 && arp->data[41] == 3);                            /* who has 10.0.0.3 */
     CHECK(checksums_ok(rec[n - 2].data, rec[n - 2].len) && checksums_ok(rec[n - 1].data, rec[n - 1].len));
+  }
+  if (c_test_failures == 0) { /* a failure leaves them for a look */
+    unlink(in);
+    unlink(outp);
+    unlink(cfg);
+    rmdir(dir);
   }
   return c_test_finish("send");
 }
