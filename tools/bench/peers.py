@@ -363,7 +363,22 @@ class Testpmd:
         self.log = ChildLog()
         self.proc = subprocess.Popen(self.cmdline, stdin=subprocess.PIPE, stdout=self.log.writer,
                                      stderr=subprocess.STDOUT, text=True)
-        self._wait_for("testpmd>", 30)
+        self.ready = False
+        try:
+            self._wait_for("testpmd>", self.startup_seconds(mbufs))
+            self.ready = True
+        except BaseException:
+            # A testpmd left starting would hold its huge pages through every later row and
+            # answer nobody; its log would outlive the run.
+            self.close()
+            raise
+
+    @staticmethod
+    def startup_seconds(mbufs):
+        """How long testpmd may take to reach its prompt. It fills every mbuf before the prompt:
+        scenario 1's 1.2 million (as many as configs/bench-synth.toml's pool) took 11 s of CPU on an
+        idle 2-CPU VM and went past a flat 30 s in a CI run, while 8192 take well under a second."""
+        return 30 + 60 * mbufs / 1e6
 
     def command_line(self):
         return shlex.join(self.cmdline)
@@ -380,7 +395,7 @@ class Testpmd:
             if self.proc.poll() is not None:
                 raise NotRun(f"dpdk-testpmd exited: {out[-600:].strip()}")
             time.sleep(0.05)
-        raise NotRun(f"dpdk-testpmd did not answer within {timeout}s: {self._output()[-600:].strip()}")
+        raise NotRun(f"dpdk-testpmd did not answer within {timeout:.0f} s: {self._output()[-600:].strip()}")
 
     def _send(self, cmd):
         self.proc.stdin.write(cmd + "\n")
@@ -423,6 +438,8 @@ class Testpmd:
     def close(self):
         if self.proc.poll() is None:
             try:
+                if not self.ready:  # still in its EAL set-up, reading no command
+                    raise TimeoutError
                 self._send("quit")
                 self.proc.wait(timeout=15)
             except Exception:
