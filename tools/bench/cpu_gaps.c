@@ -19,13 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { kMaxGaps = 1 << 20 };
+#include "pinned_thread.h"
 
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
+enum { kMaxGaps = 1 << 20 };
 
 static int by_value(const void* a, const void* b) {
   const uint32_t x = *(const uint32_t*)a, y = *(const uint32_t*)b;

@@ -19,25 +19,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "pinned_thread.h"
+
 /* The two flags on lines of their own, so each trip moves exactly one line each way. */
 struct Line {
   _Alignas(128) atomic_long value;
 };
 static struct Line g_ping, g_pong;
 static long g_trips;
-
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
-static int pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
 
 static void* answer(void* arg) {
   const int cpu = *(const int*)arg;
