@@ -1,5 +1,6 @@
 // The sample configs under configs/, for the tests that run one test per sample: the files in
-// order, and a test name made from each file's stem (GoogleTest allows only [A-Za-z0-9_]).
+// order, a test name made from each file's stem (GoogleTest allows only [A-Za-z0-9_]), and a
+// sample's text with its output files moved into a test's directory.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,6 +8,8 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -27,6 +30,17 @@ inline std::string sample_test_name(const ::testing::TestParamInfo<std::filesyst
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   return name;
+}
+
+// The sample's text with every "/tmp/" made "DIR/": the samples write their captures and transmit
+// files to fixed names under /tmp for a user to open, which a test run must neither leave behind
+// nor share with another run.
+inline std::string sample_text_writing_into(const std::filesystem::path& file, const std::filesystem::path& dir) {
+  std::ifstream in(file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string to = dir.string() + "/";
+  for (std::size_t at = 0; (at = text.find("/tmp/", at)) != std::string::npos; at += to.size()) text.replace(at, 5, to);
+  return text;
 }
 
 }  // namespace rawpipe::test

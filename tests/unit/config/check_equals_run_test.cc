@@ -97,7 +97,8 @@ class CheckEqualsRunSample : public CheckEqualsRun, public ::testing::WithParamI
 
 TEST_P(CheckEqualsRunSample, SameVerdict) {
   const fs::path& f = GetParam();
-  const std::string text = file_text(f);
+  // Creating the pipeline opens the ports' transmit files, which the samples put under /tmp.
+  const std::string text = test::sample_text_writing_into(f, dir_);
   auto loaded = load_config_string(text, f.string(), options());
   ASSERT_TRUE(loaded) << loaded.message();
   if (const std::string devices = device_pmds(loaded->plan); !devices.empty())

@@ -7,7 +7,6 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -80,14 +79,8 @@ TEST_P(SampleConfig, RunsForASecond) {
   // The samples write their captures to fixed names under /tmp for a user to open; the copy run
   // here writes them into its own directory instead, which goes with the test.
   const fs::path dir = test::make_scratch_dir("rawpipe-sample");
-  std::ifstream in(f);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (std::size_t at = 0; (at = text.find("/tmp/", at)) != std::string::npos;) {
-    text.replace(at, 5, dir.string() + "/");
-    at += dir.string().size() + 1;
-  }
   const fs::path copy = dir / f.filename();
-  std::ofstream(copy) << text;
+  std::ofstream(copy) << test::sample_text_writing_into(f, dir);
   const Ran r = run("run --duration 1 " + copy.string());
   EXPECT_EQ(r.status, 0) << f << ":\n" << r.out;
   EXPECT_NE(r.out.find("every packet accounted for, every buffer back in its pool"), std::string::npos)
