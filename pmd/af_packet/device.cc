@@ -424,10 +424,15 @@ const KeyDoc kAfPacketDocs[] = {
     {"promiscuous", "boolean", "", "false", "put the interface in promiscuous mode while the port is open"},
     {"block_size", "integer", "power of two, 4096 to 67108864", "262144", "bytes per ring block"},
     {"block_count", "integer", "0 to 65536", "0", "ring blocks per queue; 0: from rx_ring_size"},
-    {"block_timeout_ms", "integer", "0 to 10000", "1", "milliseconds before the kernel retires a partly filled block (TPACKET_V3)"},
+    {"block_timeout_ms", "integer", "0 to 10000", "1",
+     "milliseconds before the kernel retires a partly filled block (TPACKET_V3), which is how long a frame can wait at "
+     "low rates; 0: the kernel picks it from the link speed"},
     {"fanout", "string", "\"hash\", \"lb\", \"cpu\"", "\"hash\"", "how the kernel spreads frames over several rx queues"},
     {"qdisc_bypass", "boolean", "", "false", "transmit straight to the driver, skipping the qdisc layer"},
-    {"tpacket_version", "integer", "2 to 3", "3", "receive ring version: TPACKET_V3 blocks or TPACKET_V2 frames"},
+    {"tpacket_version", "integer", "2 to 3", "3",
+     "receive ring version: 3, frames packed in blocks (one status per block, the higher receive rate, but a frame "
+     "waits for its block: see block_timeout_ms); 2, each frame handed over at once (the lower latency, as DPDK's "
+     "net_af_packet)"},
 };
 }  // namespace
 const KeyTable kAfPacketKeys{"af_packet", "[[ports]] pmd = \"af_packet\"", "Linux AF_PACKET sockets", kAfPacketDocs};
