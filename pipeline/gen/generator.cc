@@ -2,7 +2,6 @@
 // one thread, nothing between them.
 #include "rawpipe/generator.hh"
 
-#include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
@@ -13,6 +12,8 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "pipeline/buf/pool.hh"
 #include "pipeline/engine/builder.hh"
