@@ -221,6 +221,7 @@ std::uint32_t Pool::refill(PoolCache* c, std::uint32_t len, unsigned n) noexcept
     std::rotate(&c->objs[len], &c->objs[len + recent], &c->objs[len + got]);
   }
   len += got;
+  c->unasked = len;
   if (len < n) c->len.store(len, std::memory_order_relaxed);
   return len;
 }
@@ -239,12 +240,16 @@ bool Pool::alloc_bulk(Mbuf** out, unsigned n) noexcept {
     len -= n;
     std::memcpy(out, &c->objs[len], n * sizeof(Mbuf*));
     c->len.store(len, std::memory_order_relaxed);
-    // The next call most likely takes the buffers now on top of the cache. When a consumer on
-    // another core freed them, their header lines are dirty in that core's cache: ask for them
-    // (for writing, since reset() rewrites line 0) a whole burst ahead, so the transfers are done
-    // before the next reset instead of stalling it.
-    Mbuf* const* next = &c->objs[len];
-    for (const Mbuf* const* stop = next - (n < len ? n : len); next != stop;) prefetchw(*--next);
+    // Slots that came from the shared lists were freed by other threads: their header lines may
+    // be dirty in another core's cache. The next burst's worth of them is asked for (for writing,
+    // since reset() rewrites line 0) a call ahead, so the transfers are done before that reset
+    // instead of stalling it; each once. Slots this thread freed itself go back on top with their
+    // lines here, and asking for those on every call cost a prefetch per packet and pulled the
+    // burst below into L1 for nothing (the next call takes the ones freed meanwhile).
+    const std::uint32_t top = len < c->unasked ? len : c->unasked;
+    const std::uint32_t stop = top > n ? top - n : 0;
+    for (std::uint32_t i = top; i != stop;) prefetchw(c->objs[--i]);
+    c->unasked = stop;
   }
   // The template read once: the stores into the buffers could otherwise alias it, and it would be
   // loaded again for every buffer.

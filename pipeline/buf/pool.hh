@@ -47,6 +47,9 @@ struct alignas(kFalseSharingRange) PoolCache {
   std::uint32_t size = 0;  // flush threshold
   // Owner writes, stats readers on other threads load relaxed; a statistic, never a data edge.
   std::atomic<std::uint32_t> len{0};
+  // objs[0 .. unasked) may hold slots from the pool's shared lists (the last refill) whose header
+  // lines have not been asked for yet; what this thread freed since lies above, in its cache.
+  std::uint32_t unasked = 0;
   Mbuf* objs[2 * kMaxBurst + 512];
 };
 
