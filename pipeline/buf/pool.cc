@@ -274,8 +274,6 @@ void Pool::put_bulk(Mbuf* const* bufs, unsigned n) noexcept {
   if (len >= 2 * c->size) {
     give_free(&c->objs[c->size], len - c->size);
     len = c->size;
-    // Slots above len left; what this thread frees next lands there and is not to be asked for.
-    if (c->unasked > len) c->unasked = len;
   }
   c->len.store(len, std::memory_order_relaxed);
 }
