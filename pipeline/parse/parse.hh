@@ -45,8 +45,8 @@
 
 namespace rawpipe {
 
-// Parses n packets in place (fields above) and returns the sum of their data_len. Prefetches the
-// data of packets ahead in the burst.
+// Parses n packets in place (fields above) and returns the sum of their data_len. The receive has
+// already asked for the frames' data where it was not in this core's cache (pipeline/port/port.hh).
 std::uint64_t parse_burst(Mbuf* const* pkts, unsigned n) noexcept;
 
 // parse_burst() that also writes keys[i] = parse_packet_keyed(pkts[i]), for the classifier.

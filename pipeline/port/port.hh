@@ -13,6 +13,12 @@
 //   tx_burst(q, pkts, n)  takes ownership of pkts[0..k) and returns k; the caller still owns
 //                         pkts[k..n) and must free or retry them.
 // A queue's burst functions are called by one thread at a time (the lcore that owns the queue).
+//
+// Frame data: rx_burst asks for the first line of each frame's data (prefetch0) when something other
+// than the calling core wrote it (a NIC's DMA, the kernel on another CPU), as it hands the frame
+// out, so the line is on its way while the rest of the burst is received and parse reaches it
+// warm. A driver that wrote or copied the frame on this core during the call has it in L1 already
+// and asks for nothing: only the driver knows which of the two it is.
 #pragma once
 
 #include <array>

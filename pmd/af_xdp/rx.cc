@@ -59,6 +59,7 @@ std::uint16_t rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
     const std::uint32_t slot = static_cast<std::uint32_t>(d->addr >> q.slot_shift);
     Mbuf* m = reinterpret_cast<Mbuf*>(q.base + (std::uint64_t(slot) << q.slot_shift));
     m->data_off = static_cast<std::uint32_t>(d->addr & offset_mask);
+    prefetch0(m->data());  // written by the NIC or by the kernel on another CPU
     m->data_len = d->len;
     m->port = q.port_id;
     m->queue = q.queue_id;

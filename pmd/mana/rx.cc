@@ -148,6 +148,7 @@ std::uint16_t rx_burst(void* queue, Mbuf** pkts, std::uint16_t n) noexcept {
         m->flags = mflags;
         m->rss_hash = oob->ppi[i].hash;
         if (f & rx_flag::kVlanPresent) [[unlikely]] reinsert_vlan(q, m, f, vlan_no_room, vlan_done);
+        prefetch0(m->data());  // written by the NIC's DMA
         bytes += m->data_len;
         pkts[got++] = m;
       }

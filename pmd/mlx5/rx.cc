@@ -225,6 +225,7 @@ std::uint16_t rx_burst_cyclic(void* queue, Mbuf** pkts, std::uint16_t n) noexcep
           Mbuf* m;
           if (take_cyclic(q, rq_ci & rq_mask, m)) {
             fill(q, m, len, be32(mini->rx_hash_result), z.flags, z.flow_tag, z.vlan);
+            prefetch0(m->data());
             bytes += len;
             pkts[k++] = m;
           }
