@@ -12,8 +12,10 @@
 //   rx/kernel_recvmmsg RAWPIPE_BENCH_PORT: a UDP socket, recvmmsg batches of 32.
 //   gen/udp_sendmmsg   RAWPIPE_BENCH_DST, RAWPIPE_BENCH_PORT, RAWPIPE_BENCH_FLOWS (source ports),
 //                      RAWPIPE_BENCH_SIZE (UDP payload bytes): the generator, also reporting its rate.
-// Rates are per wall-clock second (UseRealTime), as testpmd's are.
+// Rates are per wall-clock second (UseRealTime), as testpmd's are. Each receiver also reports the
+// frames lost before it during its timed loop, as counters lost_<reason>.
 #include <arpa/inet.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -23,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +34,7 @@
 #include "pipeline/config/section.hh"
 #include "pipeline/port/registry.hh"
 #include "pipeline/port/driver.hh"
+#include "rawpipe/port_info.hh"
 
 namespace rawpipe {
 namespace {
@@ -38,6 +42,28 @@ namespace {
 std::string env(const char* name, const char* fallback = "") {
   const char* v = std::getenv(name);
   return v && *v ? v : fallback;
+}
+
+// Frames lost before the receiver over the timed loop, per reason, as counters "lost_<reason>"
+// (tools/bench/veth-rx reports them beside each rate); -1 for a counter that could not be read.
+void count_losses(benchmark::State& state, const PortLosses& before, const PortLosses& after) {
+  for (const auto& [reason, n] : after) {
+    // A reason that first appears afterwards (rx_nombuf is listed only once non-zero) started at 0.
+    const auto was = before.find(reason);
+    const bool start_known = was == before.end() || was->second.has_value();
+    const std::uint64_t start = was != before.end() && was->second ? *was->second : 0;
+    state.counters["lost_" + reason] = n && start_known ? static_cast<double>(*n - start) : -1.0;
+  }
+}
+
+// Datagrams the kernel dropped for this socket (SO_MEMINFO's sk_drops, as the socket port reads
+// it), or nullopt when unreadable.
+std::optional<std::uint64_t> socket_drops(int s) {
+  std::uint32_t mem[SK_MEMINFO_VARS] = {};
+  socklen_t len = sizeof mem;
+  if (getsockopt(s, SOL_SOCKET, SO_MEMINFO, mem, &len) != 0 || len <= SK_MEMINFO_DROPS * sizeof mem[0])
+    return std::nullopt;
+  return mem[SK_MEMINFO_DROPS];
 }
 
 // One kernel-port receiver: rx_burst + free on queue 0 of `pmd` opened on RAWPIPE_BENCH_IFACE.
@@ -78,13 +104,15 @@ void port_rx(benchmark::State& state, const char* pmd, const std::string& driver
   RxQueueHandle rxq = port.value()->rx_queue(0);
   std::uint64_t total = 0;
   Mbuf* burst[32];
+  const PortLosses lost_before = lost_before_pipeline(port.value()->stats());
   for (auto _ : state) {
     std::uint16_t n = rxq(burst, 32);
     total += n;
     mbuf_free_bulk(burst, n);
   }
-  state.SetItemsProcessed(static_cast<std::int64_t>(total));
   auto stats = port.value()->stats();
+  state.SetItemsProcessed(static_cast<std::int64_t>(total));
+  count_losses(state, lost_before, lost_before_pipeline(stats));
   for (const auto& [name, value] : stats.extended) state.counters[name] = static_cast<double>(value);
   state.SetLabel(port.value()->path_report());
   pool.value()->detach_thread();
@@ -134,10 +162,12 @@ void BM_KernelRecvmmsg(benchmark::State& state) {
     msgs[i].msg_hdr.msg_iovlen = 1;
   }
   std::uint64_t total = 0;
+  const PortLosses before{{"socket_buffer_full", socket_drops(s)}};
   for (auto _ : state) {
     int n = recvmmsg(s, msgs, kBatch, MSG_WAITFORONE, nullptr);
     if (n > 0) total += static_cast<unsigned>(n);
   }
+  count_losses(state, before, {{"socket_buffer_full", socket_drops(s)}});
   state.SetItemsProcessed(static_cast<std::int64_t>(total));
   close(s);
 }

@@ -417,7 +417,7 @@ class Testpmd:
         time.sleep(warmup)
         mark = len(self._output())
         self._send("show port stats all")
-        self._wait_for(counter, 30, mark)
+        first = self._wait_for("Tx-bps", 30, mark)[mark:]
         c1, t1 = task_ticks(self.proc.pid), time.monotonic()
         time.sleep(seconds)
         mark = len(self._output())
@@ -430,7 +430,10 @@ class Testpmd:
         if not values:
             raise NotRun(f"could not read {counter} from dpdk-testpmd")
         cpus, threads = cpu_between(c1, c2, t2 - t1)
-        return Sample(sum(values) / 1e6, cpus, threads)  # one line per port
+        # The frames the driver counted as missed (its kernel or NIC drops) between the two looks.
+        missed = [sum(int(v) for v in re.findall(r"RX-missed:\s+(\d+)", text)) for text in (first, out[mark:])]
+        return Sample(sum(values) / 1e6, cpus, threads,
+                      {"lost": {"rx_missed": missed[1] - missed[0]}})  # one line per port
 
     def rss_mib(self):
         return rss_mib(self.proc.pid)
@@ -630,6 +633,14 @@ def lcore_window_cpu(ticks):
     return cpu_between(a, b, tb - ta)
 
 
+def lost_counters(benchmark):
+    """A Google Benchmark result's counters named lost_<reason> (frames lost before the receiver
+    in its timed loop; -1 where the count could not be read), as Sample extras: {"lost": {...}}."""
+    lost = {k[len("lost_"):]: (None if v < 0 else int(v)) for k, v in benchmark.items()
+            if k.startswith("lost_") and isinstance(v, (int, float))}
+    return {"lost": lost} if lost else {}
+
+
 class GoogleBenchmark:
     """A Google Benchmark program, one filter per sample."""
 
@@ -665,5 +676,6 @@ class GoogleBenchmark:
             if "items_per_second" in b:
                 # One thread: the share of a CPU it had is its CPU time over the wall time.
                 cpus = b["cpu_time"] / b["real_time"] if b.get("real_time") and "cpu_time" in b else None
-                return Sample(b["items_per_second"] / 1e6, cpus, {os.path.basename(self.exe): cpus} if cpus else {})
+                return Sample(b["items_per_second"] / 1e6, cpus, {os.path.basename(self.exe): cpus} if cpus else {},
+                              lost_counters(b))
         raise NotRun(f"{name}: no items_per_second in the output")
