@@ -215,7 +215,9 @@ TEST(FilterStage, AttachAndRemoveWhileRunning) {
   wait_rx(5000);
   ASSERT_TRUE(p.stop());
   Accounting a = p.accounting();
-  EXPECT_GE(calls_at_removal, 1000u);
+  // Attaching does not wait for the lcore: the burst it was working on when the set was replaced
+  // may be counted as received after `base` and still go through the set before, unfiltered.
+  EXPECT_GE(calls_at_removal, 1000u - kMaxBurst);
   // At most the burst in flight at removal still went through the filter.
   EXPECT_LE(g_dropper_calls.load() - calls_at_removal, kMaxBurst);
   EXPECT_EQ(drop(a, DropReason::kFilterDrop), g_dropper_calls.load());
