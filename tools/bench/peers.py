@@ -415,25 +415,28 @@ class Testpmd:
         # a generous wait, so that a slow answer is not mistaken for a missing figure.
         self.start(mode)
         time.sleep(warmup)
-        mark = len(self._output())
-        self._send("show port stats all")
-        first = self._wait_for("Tx-bps", 30, mark)[mark:]
+        first = self.port_stats()
         c1, t1 = task_ticks(self.proc.pid), time.monotonic()
         time.sleep(seconds)
-        mark = len(self._output())
-        self._send("show port stats all")
-        out = self._wait_for("Tx-bps", 30, mark)
+        second = self.port_stats()
         c2, t2 = task_ticks(self.proc.pid), time.monotonic()
+        mark = len(self._output())
         self._send("stop")
         self._wait_for("Done.", 30, mark)
-        values = [int(v) for v in re.findall(counter + r":\s+(\d+)", out[mark:])]
+        values = [int(v) for v in re.findall(counter + r":\s+(\d+)", second)]
         if not values:
             raise NotRun(f"could not read {counter} from dpdk-testpmd")
         cpus, threads = cpu_between(c1, c2, t2 - t1)
         # The frames the driver counted as missed (its kernel or NIC drops) between the two looks.
-        missed = [sum(int(v) for v in re.findall(r"RX-missed:\s+(\d+)", text)) for text in (first, out[mark:])]
-        return Sample(sum(values) / 1e6, cpus, threads,
-                      {"lost": {"rx_missed": missed[1] - missed[0]}})  # one line per port
+        missed = stat_total(second, "RX-missed") - stat_total(first, "RX-missed")
+        return Sample(sum(values) / 1e6, cpus, threads, {"lost": {"rx_missed": missed}})  # one line per port
+
+    def port_stats(self, timeout=30):
+        """What testpmd printed for one `show port stats all` (every port's block, up to the last
+        throughput line of the first)."""
+        mark = len(self._output())
+        self._send("show port stats all")
+        return self._wait_for("Tx-bps", timeout, mark)[mark:]
 
     def rss_mib(self):
         return rss_mib(self.proc.pid)
@@ -631,6 +634,11 @@ def lcore_window_cpu(ticks):
         return None, {}
     (ta, a), (tb, b) = live[1], live[-1]  # skip the reading that may straddle the lcores' start
     return cpu_between(a, b, tb - ta)
+
+
+def stat_total(text, name):
+    """The sum over ports of one counter (RX-packets, RX-missed, ...) in `show port stats` text."""
+    return sum(int(v) for v in re.findall(re.escape(name) + r":\s+(\d+)", text))
 
 
 def lost_counters(benchmark):
