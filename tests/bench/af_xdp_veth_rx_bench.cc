@@ -13,7 +13,9 @@
 //   gen/udp_sendmmsg   RAWPIPE_BENCH_DST, RAWPIPE_BENCH_PORT, RAWPIPE_BENCH_FLOWS (source ports),
 //                      RAWPIPE_BENCH_SIZE (UDP payload bytes): the generator, also reporting its rate.
 // Rates are per wall-clock second (UseRealTime), as testpmd's are. Each receiver also reports the
-// frames lost before it during its timed loop, as counters lost_<reason>.
+// frames lost before it during its timed loop, as counters lost_<reason>, and the loop's start and
+// end on CLOCK_MONOTONIC (window_start_s, window_end_s): the script reads the generator's counters
+// on the same clock, so what was offered is taken over exactly the window the rate was.
 #include <arpa/inet.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
@@ -24,6 +26,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,6 +57,19 @@ void count_losses(benchmark::State& state, const PortLosses& before, const PortL
     const std::uint64_t start = was != before.end() && was->second ? *was->second : 0;
     state.counters["lost_" + reason] = n && start_known ? static_cast<double>(*n - start) : -1.0;
   }
+}
+
+// CLOCK_MONOTONIC in seconds, the clock Python's time.monotonic() reads in the script.
+double monotonic_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// The timed loop's bounds, as counters; taken just outside the loop, which the timer also brackets.
+void report_window(benchmark::State& state, double start, double end) {
+  state.counters["window_start_s"] = start;
+  state.counters["window_end_s"] = end;
 }
 
 // Datagrams the kernel dropped for this socket (SO_MEMINFO's sk_drops, as the socket port reads
@@ -105,11 +121,13 @@ void port_rx(benchmark::State& state, const char* pmd, const std::string& driver
   std::uint64_t total = 0;
   Mbuf* burst[32];
   const PortLosses lost_before = lost_before_pipeline(port.value()->stats());
+  const double window_start = monotonic_seconds();
   for (auto _ : state) {
     std::uint16_t n = rxq(burst, 32);
     total += n;
     mbuf_free_bulk(burst, n);
   }
+  report_window(state, window_start, monotonic_seconds());
   auto stats = port.value()->stats();
   state.SetItemsProcessed(static_cast<std::int64_t>(total));
   count_losses(state, lost_before, lost_before_pipeline(stats));
@@ -163,10 +181,12 @@ void BM_KernelRecvmmsg(benchmark::State& state) {
   }
   std::uint64_t total = 0;
   const PortLosses before{{"socket_buffer_full", socket_drops(s)}};
+  const double window_start = monotonic_seconds();
   for (auto _ : state) {
     int n = recvmmsg(s, msgs, kBatch, MSG_WAITFORONE, nullptr);
     if (n > 0) total += static_cast<unsigned>(n);
   }
+  report_window(state, window_start, monotonic_seconds());
   count_losses(state, before, {{"socket_buffer_full", socket_drops(s)}});
   state.SetItemsProcessed(static_cast<std::int64_t>(total));
   close(s);

@@ -6,9 +6,10 @@ so), that each row names the work of both sides, that every Google Benchmark fil
 reproduce command gives selects at least one benchmark of the program it runs (a filter that selects
 none makes the program say so and exit 0, measuring nothing), that the ring row quotes the plain
 hand-over of tools/bench/ring_bound and the net_pcap row the same work on DPDK's own mbufs
-(tools/bench/plain-pcap-loop), that the veth receive rows give the generator's offered rate for
-both sides and rawpipe's counted losses, and that the JSON, the Markdown table and the plots it lists
-exist. A row that was not measured fails the check with the row's reason.
+(tools/bench/plain-pcap-loop), that the veth receive rows give, for both sides, the generator's
+offered rate over each receiver's window and veth's drops, and rawpipe's counted losses, and that
+the JSON, the Markdown table and the plots it lists exist. A row that was not measured fails the
+check with the row's reason.
 
 Needs root (scenarios 4 and 5 build network namespaces): without it the check is skipped (exit 77)."""
 
@@ -113,15 +114,16 @@ def main():
             note = next((r.get("note", "") for r in rows if r.get("id") == rid), "")
             if phrase not in note:
                 fail(f"row {rid}'s note lacks \"{phrase}\": " + (note[-400:] or "(no note)"))
-        # The veth receive rows quote, for both sides, what the generator offered during each run and
-        # what the receiver lost; rawpipe's own ports always count their losses.
+        # The veth receive rows quote, for both sides, what the generator offered during each run's
+        # timed window, what veth dropped in it and what the receiver lost; rawpipe's own ports
+        # always count their losses.
         for r in rows:
             if r.get("scenario") != 4 or r.get("status") != "measured":
                 continue
             note = r.get("note", "")
-            sides = note.split(" received/offered Mpps per run ")
-            if len(sides) != 3:
-                fail(f"row {r.get('id')}'s note lacks the offered rate of both sides: {note[-400:]}")
+            sides = note.split(" received/offered Mpps per run over the receiver's timed window ")
+            if len(sides) != 3 or any("dropped by the veth" not in side for side in sides[1:]):
+                fail(f"row {r.get('id')}'s note lacks the offered rate or veth's drops of both sides: {note[-400:]}")
             rawpipe_side = sides[1]
             if "lost per run (" not in rawpipe_side or re.search(r"not counted|unreadable", rawpipe_side):
                 fail(f"row {r.get('id')}'s note lacks rawpipe's counted losses: {rawpipe_side[:400]}")

@@ -432,9 +432,11 @@ class Testpmd:
         # a generous wait, so that a slow answer is not mistaken for a missing figure.
         self.start(mode)
         time.sleep(warmup)
+        asked1 = time.monotonic()
         first = self.port_stats()
         c1, t1 = task_ticks(self.proc.pid), time.monotonic()
         time.sleep(seconds)
+        asked2 = time.monotonic()
         second = self.port_stats()
         c2, t2 = task_ticks(self.proc.pid), time.monotonic()
         mark = len(self._output())
@@ -448,8 +450,11 @@ class Testpmd:
         # named by what the driver puts there; none from a driver that counts nothing there.
         meaning = rx_missed_meaning(self.vdev)
         missed = stat_total(second, "RX-missed") - stat_total(first, "RX-missed")
-        lost = {"lost": {meaning: missed}} if meaning else {}
-        return Sample(sum(values) / 1e6, cpus, threads, lost)  # one line per port
+        extra = {"lost": {meaning: missed}} if meaning else {}
+        # testpmd's rates run from one 'show port stats' to the next, each taken when its command
+        # line reads the request: about when it was sent (its answer is seen up to one poll later).
+        extra["window"] = (asked1, asked2)
+        return Sample(sum(values) / 1e6, cpus, threads, extra)  # one line per port
 
     def port_stats(self, timeout=30):
         """What testpmd printed for one `show port stats all` (every port's block, up to the last
@@ -661,12 +666,20 @@ def stat_total(text, name):
     return sum(int(v) for v in re.findall(re.escape(name) + r":\s+(\d+)", text))
 
 
-def lost_counters(benchmark):
+def receiver_extras(benchmark):
     """A Google Benchmark result's counters named lost_<reason> (frames lost before the receiver
-    in its timed loop; -1 where the count could not be read), as Sample extras: {"lost": {...}}."""
+    in its timed loop; -1 where the count could not be read) and its timed loop's bounds on
+    CLOCK_MONOTONIC (window_start_s, window_end_s), as Sample extras: {"lost": {...}, "window":
+    (start, end)}, each only when the benchmark reports it."""
+    extra = {}
     lost = {k[len("lost_"):]: (None if v < 0 else int(v)) for k, v in benchmark.items()
             if k.startswith("lost_") and isinstance(v, (int, float))}
-    return {"lost": lost} if lost else {}
+    if lost:
+        extra["lost"] = lost
+    if isinstance(benchmark.get("window_start_s"), (int, float)) and isinstance(benchmark.get("window_end_s"),
+                                                                                 (int, float)):
+        extra["window"] = (benchmark["window_start_s"], benchmark["window_end_s"])
+    return extra
 
 
 class GoogleBenchmark:
@@ -705,5 +718,5 @@ class GoogleBenchmark:
                 # One thread: the share of a CPU it had is its CPU time over the wall time.
                 cpus = b["cpu_time"] / b["real_time"] if b.get("real_time") and "cpu_time" in b else None
                 return Sample(b["items_per_second"] / 1e6, cpus, {os.path.basename(self.exe): cpus} if cpus else {},
-                              lost_counters(b))
+                              receiver_extras(b))
         raise NotRun(f"{name}: no items_per_second in the output")
